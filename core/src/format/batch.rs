@@ -1,0 +1,469 @@
+//! Encoding and decoding of a `Batch`: the events of one chunk, column by column.
+
+use crate::error::LogError;
+use crate::event::*;
+use crate::replay_capnp::{batch, field, record, run};
+use crate::varint::{self, Cursor};
+
+/// A borrowed payload, as the recorder hands it to the encoder without copying.
+#[derive(Clone, Copy, Debug)]
+pub enum PayloadRef<'a> {
+    None,
+    Int(i64),
+    Uint(u64),
+    Float(f64),
+    Bytes(&'a [u8]),
+    Ret { ret: i64, errno: i32, data: Option<&'a [u8]> },
+    Record(&'a Record),
+}
+
+impl<'a> PayloadRef<'a> {
+    pub fn from_payload(p: &'a Payload) -> Self {
+        match p {
+            Payload::None => PayloadRef::None,
+            Payload::Int { value } => PayloadRef::Int(*value),
+            Payload::Uint { value } => PayloadRef::Uint(*value),
+            Payload::Float { value } => PayloadRef::Float(*value),
+            Payload::Bytes { data } => PayloadRef::Bytes(data),
+            Payload::Ret { ret, errno, data } => PayloadRef::Ret { ret: *ret, errno: *errno, data: data.as_deref() },
+            Payload::Record { record } => PayloadRef::Record(record),
+        }
+    }
+}
+
+/// Previous integer value per kind within one run: the base of the delta encoding. Few
+/// kinds interleave in one thread, so a short list beats a hash map.
+#[derive(Default)]
+struct Deltas {
+    last: Vec<(u32, u64)>,
+    hint: usize,
+}
+
+impl Deltas {
+    #[inline]
+    fn slot(&mut self, kind: u32) -> &mut u64 {
+        if let Some((k, _)) = self.last.get(self.hint) {
+            if *k == kind {
+                return &mut self.last[self.hint].1;
+            }
+        }
+        let i = match self.last.iter().position(|(k, _)| *k == kind) {
+            Some(i) => i,
+            None => {
+                self.last.push((kind, 0));
+                self.last.len() - 1
+            }
+        };
+        self.hint = i;
+        &mut self.last[i].1
+    }
+}
+
+/// Column builder for the events of one thread.
+pub struct RunBuilder {
+    pub thread: u32,
+    count: u32,
+    first_seq: u64,
+    last_seq: u64,
+    seq_gaps: Vec<u8>,
+    kinds: Vec<u8>,
+    flags: Vec<u8>,
+    sites: Vec<u8>,
+    digests: Vec<u8>,
+    ints: Vec<u8>,
+    errnos: Vec<u8>,
+    lengths: Vec<u8>,
+    blobs: Vec<u8>,
+    records: Vec<Record>,
+    deltas: Deltas,
+}
+
+impl RunBuilder {
+    pub fn new(thread: u32) -> Self {
+        RunBuilder {
+            thread,
+            count: 0,
+            first_seq: 0,
+            last_seq: 0,
+            seq_gaps: Vec::new(),
+            kinds: Vec::new(),
+            flags: Vec::new(),
+            sites: Vec::new(),
+            digests: Vec::new(),
+            ints: Vec::new(),
+            errnos: Vec::new(),
+            lengths: Vec::new(),
+            blobs: Vec::new(),
+            records: Vec::new(),
+            deltas: Deltas::default(),
+        }
+    }
+
+    pub fn len(&self) -> u32 {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Approximate encoded size, used to cut batches before they grow past the bounds.
+    pub fn approx_bytes(&self) -> usize {
+        self.seq_gaps.len() + self.kinds.len() + self.flags.len() + self.sites.len() + self.digests.len()
+            + self.ints.len() + self.errnos.len() + self.lengths.len() + self.blobs.len()
+            + self.records.len() * 64
+    }
+
+    /// Appends one event. Sequence numbers must increase within a run.
+    #[inline]
+    pub fn push(&mut self, seq: u64, kind: u32, site: u32, digest: Option<u64>, p: PayloadRef<'_>) {
+        if self.count == 0 {
+            self.first_seq = seq;
+        } else {
+            debug_assert!(seq > self.last_seq);
+            varint::put(&mut self.seq_gaps, seq - self.last_seq - 1);
+        }
+        self.last_seq = seq;
+        self.count += 1;
+        varint::put(&mut self.kinds, u64::from(kind));
+        let (ty, int, errno, data) = match p {
+            PayloadRef::None => (PayloadType::None, None, 0, None),
+            PayloadRef::Int(v) => (PayloadType::Int, Some(v as u64), 0, None),
+            PayloadRef::Uint(v) => (PayloadType::Uint, Some(v), 0, None),
+            PayloadRef::Float(v) => (PayloadType::Float, Some(v.to_bits()), 0, None),
+            PayloadRef::Bytes(d) => (PayloadType::Bytes, None, 0, Some(d)),
+            PayloadRef::Ret { ret, errno, data } => (PayloadType::Ret, Some(ret as u64), errno, data),
+            PayloadRef::Record(r) => {
+                self.records.push(r.clone());
+                (PayloadType::Record, None, 0, None)
+            }
+        };
+        let mut flags = ty as u8;
+        if site != 0 {
+            flags |= FLAG_SITE;
+            varint::put(&mut self.sites, u64::from(site));
+        }
+        if let Some(d) = digest {
+            flags |= FLAG_DIGEST;
+            self.digests.extend_from_slice(&d.to_le_bytes());
+        }
+        if let Some(v) = int {
+            let prev = self.deltas.slot(kind);
+            varint::put(&mut self.ints, varint::zigzag(v.wrapping_sub(*prev) as i64));
+            *prev = v;
+        }
+        if errno != 0 {
+            flags |= FLAG_ERRNO;
+            varint::put(&mut self.errnos, varint::zigzag(i64::from(errno)));
+        }
+        if let Some(d) = data {
+            flags |= FLAG_DATA;
+            varint::put(&mut self.lengths, d.len() as u64);
+            self.blobs.extend_from_slice(d);
+        }
+        self.flags.push(flags);
+    }
+
+    fn build(&self, mut r: run::Builder<'_>) {
+        r.set_thread(self.thread);
+        r.set_count(self.count);
+        r.set_first_seq(self.first_seq);
+        r.set_seq_gaps(&self.seq_gaps);
+        r.set_kinds(&self.kinds);
+        r.set_flags(&self.flags);
+        r.set_sites(&self.sites);
+        r.set_digests(&self.digests);
+        r.set_ints(&self.ints);
+        r.set_errnos(&self.errnos);
+        r.set_lengths(&self.lengths);
+        r.set_blobs(&self.blobs);
+        let mut recs = r.init_records(self.records.len() as u32);
+        for (i, rec) in self.records.iter().enumerate() {
+            build_record(rec, recs.reborrow().get(i as u32));
+        }
+    }
+}
+
+fn build_record(rec: &Record, b: record::Builder<'_>) {
+    let mut fields = b.init_fields(rec.fields.len() as u32);
+    for (i, f) in rec.fields.iter().enumerate() {
+        let mut fb = fields.reborrow().get(i as u32);
+        fb.set_name(f.name.as_str());
+        let mut v = fb.init_value();
+        match &f.value {
+            FieldValue::Int(x) => v.set_int(*x),
+            FieldValue::Uint(x) => v.set_uint(*x),
+            FieldValue::Float(x) => v.set_float(*x),
+            FieldValue::Text(t) => v.set_text(t.as_str()),
+            FieldValue::Bytes(d) => v.set_bytes(d),
+            FieldValue::Record(r) => build_record(r, v.init_record()),
+        }
+    }
+}
+
+/// Everything one chunk carries, before encoding.
+#[derive(Default)]
+pub struct BatchBuilder {
+    pub strings: Vec<(u32, String)>,
+    pub threads: Vec<(u32, u32)>,
+    pub runs: Vec<RunBuilder>,
+    pub marks: Vec<(u64, u64)>,
+}
+
+impl BatchBuilder {
+    pub fn event_count(&self) -> u64 {
+        self.runs.iter().map(|r| u64::from(r.count)).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.strings.is_empty() && self.threads.is_empty() && self.runs.iter().all(|r| r.is_empty())
+    }
+
+    pub fn approx_bytes(&self) -> usize {
+        self.runs.iter().map(|r| r.approx_bytes()).sum::<usize>() + self.strings.iter().map(|s| s.1.len() + 16).sum::<usize>()
+    }
+
+    /// Serializes to an unpacked Cap'n Proto message (the frame compresses it).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut msg = capnp::message::Builder::new_default();
+        {
+            let mut b = msg.init_root::<batch::Builder>();
+            let mut strings = b.reborrow().init_strings(self.strings.len() as u32);
+            for (i, (id, text)) in self.strings.iter().enumerate() {
+                let mut s = strings.reborrow().get(i as u32);
+                s.set_id(*id);
+                s.set_text(text.as_str());
+            }
+            let mut threads = b.reborrow().init_threads(self.threads.len() as u32);
+            for (i, (id, name)) in self.threads.iter().enumerate() {
+                let mut t = threads.reborrow().get(i as u32);
+                t.set_id(*id);
+                t.set_name(*name);
+            }
+            let nonempty: Vec<&RunBuilder> = self.runs.iter().filter(|r| !r.is_empty()).collect();
+            let mut runs = b.reborrow().init_runs(nonempty.len() as u32);
+            for (i, r) in nonempty.iter().enumerate() {
+                r.build(runs.reborrow().get(i as u32));
+            }
+            let mut marks = b.init_time_marks(self.marks.len() as u32);
+            for (i, (seq, ns)) in self.marks.iter().enumerate() {
+                let mut m = marks.reborrow().get(i as u32);
+                m.set_seq(*seq);
+                m.set_mono_ns(*ns);
+            }
+        }
+        capnp::serialize::write_message_to_words(&msg)
+    }
+}
+
+/// A decoded chunk.
+#[derive(Debug, Default)]
+pub struct DecodedBatch {
+    pub strings: Vec<(u32, String)>,
+    pub threads: Vec<(u32, u32)>,
+    pub runs: Vec<DecodedRun>,
+    pub marks: Vec<(u64, u64)>,
+}
+
+#[derive(Debug)]
+pub struct DecodedRun {
+    pub thread: u32,
+    pub events: Vec<Event>,
+}
+
+/// Reads a Cap'n Proto message from untrusted bytes with bounded traversal and nesting.
+pub(crate) fn read_message(bytes: &[u8]) -> capnp::Result<capnp::message::Reader<capnp::serialize::OwnedSegments>> {
+    let mut opts = capnp::message::ReaderOptions::new();
+    // Traversal is bounded by the message size itself (plus slack for far pointers), so a
+    // crafted message cannot make the reader loop over the same words forever.
+    opts.traversal_limit_in_words(Some(bytes.len() / 8 * 4 + 1024));
+    opts.nesting_limit(64);
+    let mut slice = bytes;
+    capnp::serialize::read_message(&mut slice, opts)
+}
+
+impl DecodedBatch {
+    /// Decodes a batch that was found at file offset `offset`.
+    pub fn decode(bytes: &[u8], offset: u64) -> Result<Self, LogError> {
+        let bad = |why: String| LogError::Corrupt { offset, why };
+        let cap = |e: capnp::Error| bad(format!("unreadable chunk: {e}"));
+        let msg = read_message(bytes).map_err(cap)?;
+        let b = msg.get_root::<batch::Reader>().map_err(cap)?;
+        let mut out = DecodedBatch::default();
+        for s in b.get_strings().map_err(cap)? {
+            let text = s.get_text().map_err(cap)?.to_string().map_err(|e| cap(e.into()))?;
+            out.strings.push((s.get_id(), text));
+        }
+        for t in b.get_threads().map_err(cap)? {
+            out.threads.push((t.get_id(), t.get_name()));
+        }
+        for m in b.get_time_marks().map_err(cap)? {
+            out.marks.push((m.get_seq(), m.get_mono_ns()));
+        }
+        for r in b.get_runs().map_err(cap)? {
+            out.runs.push(decode_run(r).map_err(|why| bad(format!("thread run: {why}")))?);
+        }
+        Ok(out)
+    }
+}
+
+fn decode_run(r: run::Reader<'_>) -> Result<DecodedRun, String> {
+    let e = |e: capnp::Error| e.to_string();
+    let count = r.get_count();
+    let thread = r.get_thread();
+    let flags = r.get_flags().map_err(e)?;
+    if count == 0 {
+        return Err("empty run".into());
+    }
+    if flags.len() != count as usize {
+        return Err(format!("{} flags for {count} events", flags.len()));
+    }
+    let short = |col: &str| format!("column {col} ended early");
+    let mut gaps = Cursor::new(r.get_seq_gaps().map_err(e)?);
+    let mut kinds = Cursor::new(r.get_kinds().map_err(e)?);
+    let mut sites = Cursor::new(r.get_sites().map_err(e)?);
+    let mut digests = Cursor::new(r.get_digests().map_err(e)?);
+    let mut ints = Cursor::new(r.get_ints().map_err(e)?);
+    let mut errnos = Cursor::new(r.get_errnos().map_err(e)?);
+    let mut lengths = Cursor::new(r.get_lengths().map_err(e)?);
+    let mut blobs = Cursor::new(r.get_blobs().map_err(e)?);
+    let records = r.get_records().map_err(e)?;
+    let mut rec_i = 0u32;
+    let mut deltas = Deltas::default();
+    let mut events = Vec::with_capacity(count as usize);
+    let mut seq = r.get_first_seq();
+    for (i, &fl) in flags.iter().enumerate() {
+        if i > 0 {
+            let gap = gaps.varint().ok_or_else(|| short("seqGaps"))?;
+            seq = seq.checked_add(gap).and_then(|s| s.checked_add(1)).ok_or("sequence number overflows")?;
+        }
+        let kind = kinds.varint().ok_or_else(|| short("kinds"))?;
+        let kind = u32::try_from(kind).map_err(|_| "kind id out of range")?;
+        let site = if fl & FLAG_SITE != 0 {
+            u32::try_from(sites.varint().ok_or_else(|| short("sites"))?).map_err(|_| "site id out of range")?
+        } else {
+            0
+        };
+        let digest = if fl & FLAG_DIGEST != 0 {
+            let d = digests.take(8).ok_or_else(|| short("digests"))?;
+            Some(u64::from_le_bytes(d.try_into().unwrap()))
+        } else {
+            None
+        };
+        let ty = PayloadType::from_u8(fl & FLAG_TYPE_MASK).ok_or_else(|| format!("unknown payload type {}", fl & FLAG_TYPE_MASK))?;
+        let mut int = || -> Result<u64, String> {
+            let d = varint::unzigzag(ints.varint().ok_or_else(|| short("ints"))?);
+            let prev = deltas.slot(kind);
+            *prev = prev.wrapping_add(d as u64);
+            Ok(*prev)
+        };
+        let errno = if fl & FLAG_ERRNO != 0 {
+            let v = varint::unzigzag(errnos.varint().ok_or_else(|| short("errnos"))?);
+            i32::try_from(v).map_err(|_| "errno out of range")?
+        } else {
+            0
+        };
+        let data = if fl & FLAG_DATA != 0 {
+            let len = lengths.varint().ok_or_else(|| short("lengths"))?;
+            let len = usize::try_from(len).map_err(|_| "length out of range")?;
+            Some(blobs.take(len).ok_or_else(|| short("blobs"))?.to_vec())
+        } else {
+            None
+        };
+        let payload = match ty {
+            PayloadType::None => Payload::None,
+            PayloadType::Int => Payload::Int { value: int()? as i64 },
+            PayloadType::Uint => Payload::Uint { value: int()? },
+            PayloadType::Float => Payload::Float { value: f64::from_bits(int()?) },
+            PayloadType::Bytes => Payload::Bytes { data: data.ok_or("bytes event without bytes")? },
+            PayloadType::Ret => Payload::Ret { ret: int()? as i64, errno, data },
+            PayloadType::Record => {
+                if rec_i >= records.len() {
+                    return Err(short("records"));
+                }
+                let rec = decode_record(records.get(rec_i), 0)?;
+                rec_i += 1;
+                Payload::Record { record: rec }
+            }
+        };
+        events.push(Event { seq, thread, kind, site, digest, payload });
+    }
+    let leftover = gaps.remaining() + kinds.remaining() + sites.remaining() + digests.remaining() + ints.remaining()
+        + errnos.remaining() + lengths.remaining() + blobs.remaining();
+    if leftover != 0 || rec_i != records.len() {
+        return Err("columns hold more entries than the events use".into());
+    }
+    Ok(DecodedRun { thread, events })
+}
+
+fn decode_record(r: record::Reader<'_>, depth: u32) -> Result<Record, String> {
+    if depth >= super::MAX_RECORD_DEPTH {
+        return Err("records nested too deep".into());
+    }
+    let e = |e: capnp::Error| e.to_string();
+    let mut fields = Vec::new();
+    for f in r.get_fields().map_err(e)? {
+        let name = f.get_name().map_err(e)?.to_string().map_err(|x| x.to_string())?;
+        let value = match f.get_value().which().map_err(|x| x.to_string())? {
+            field::value::Int(x) => FieldValue::Int(x),
+            field::value::Uint(x) => FieldValue::Uint(x),
+            field::value::Float(x) => FieldValue::Float(x),
+            field::value::Text(t) => FieldValue::Text(t.map_err(e)?.to_string().map_err(|x| x.to_string())?),
+            field::value::Bytes(d) => FieldValue::Bytes(d.map_err(e)?.to_vec()),
+            field::value::Record(r) => FieldValue::Record(decode_record(r.map_err(e)?, depth + 1)?),
+        };
+        fields.push(Field { name, value });
+    }
+    Ok(Record { fields })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_payload_kind_round_trips() {
+        let rec = Record {
+            fields: vec![
+                Field { name: "method".into(), value: FieldValue::Text("GET".into()) },
+                Field { name: "status".into(), value: FieldValue::Int(200) },
+                Field { name: "body".into(), value: FieldValue::Bytes(vec![0, 1, 2]) },
+                Field {
+                    name: "inner".into(),
+                    value: FieldValue::Record(Record { fields: vec![Field { name: "x".into(), value: FieldValue::Float(1.5) }] }),
+                },
+            ],
+        };
+        let payloads = vec![
+            Payload::None,
+            Payload::Int { value: -5 },
+            Payload::Int { value: i64::MIN },
+            Payload::Uint { value: u64::MAX },
+            Payload::Float { value: 0.25 },
+            Payload::Bytes { data: b"hello".to_vec() },
+            Payload::Ret { ret: -1, errno: 2, data: None },
+            Payload::Ret { ret: 16, errno: 0, data: Some(vec![9; 16]) },
+            Payload::Record { record: rec },
+        ];
+        let mut rb = RunBuilder::new(3);
+        for (i, p) in payloads.iter().enumerate() {
+            rb.push(10 + 2 * i as u64, 1 + (i as u32 % 2), i as u32 % 3, (i % 2 == 0).then_some(i as u64 * 77), PayloadRef::from_payload(p));
+        }
+        let batch = BatchBuilder { strings: vec![(1, "a".into()), (2, "b".into())], threads: vec![(3, 0)], runs: vec![rb], marks: vec![(5, 99)] };
+        let bytes = batch.encode();
+        let back = DecodedBatch::decode(&bytes, 0).unwrap();
+        assert_eq!(back.strings.len(), 2);
+        assert_eq!(back.threads, vec![(3, 0)]);
+        assert_eq!(back.marks, vec![(5, 99)]);
+        let evs = &back.runs[0].events;
+        assert_eq!(evs.len(), payloads.len());
+        for (i, (e, p)) in evs.iter().zip(&payloads).enumerate() {
+            assert_eq!(e.seq, 10 + 2 * i as u64);
+            assert_eq!(e.thread, 3);
+            assert_eq!(e.kind, 1 + (i as u32 % 2));
+            assert_eq!(e.site, i as u32 % 3);
+            assert_eq!(e.digest, (i % 2 == 0).then_some(i as u64 * 77));
+            assert_eq!(&e.payload, p);
+        }
+    }
+}

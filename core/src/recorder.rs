@@ -1,0 +1,601 @@
+//! The recorder: one global sequence counter, per-thread chunks appended without a lock,
+//! and a background flusher that writes them by size and by time.
+//!
+//! Hot path (`record`): one `fetch_add` on the sequence counter, a thread-local lookup, a
+//! copy into the thread's current chunk and a release store of the chunk's length. The
+//! flusher reads every chunk up to its published length, so events of a thread that
+//! stopped appending still reach the disk within one flush interval; when a chunk fills,
+//! the thread hands it to the flusher and takes a fresh one from a pool. The number of
+//! chunks waiting for the flusher is bounded: a thread that would exceed it waits, so
+//! memory stays bounded however long the recording runs.
+
+use crate::format::{BatchBuilder, HeaderInfo, PayloadRef, RunBuilder, TrailerInfo, MAX_PAYLOAD};
+use crate::writer::LogWriter;
+use crate::event::Record;
+use std::cell::{RefCell, UnsafeCell};
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+const FIRST_EVENTS: usize = 256;
+const MAX_EVENTS: usize = 8192;
+const FIRST_DATA: usize = 4096;
+const MAX_DATA: usize = 256 << 10;
+/// Full chunks allowed to wait for the flusher before appenders wait (memory bound).
+const MAX_PENDING: usize = 64;
+/// A batch is written once it holds this many encoded bytes, so frames stay small.
+const BATCH_BYTES: usize = 8 << 20;
+
+#[derive(Clone, Copy)]
+struct RawEvent {
+    seq: u64,
+    digest: u64,
+    value: u64,
+    kind: u32,
+    site: u32,
+    errno: i32,
+    data_off: u32,
+    data_len: u32,
+    /// Payload type; bit 7 = digest present; bit 6 = data present.
+    tag: u8,
+}
+
+const T_DIGEST: u8 = 0x80;
+const T_DATA: u8 = 0x40;
+
+struct Chunk {
+    events: Box<[UnsafeCell<MaybeUninit<RawEvent>>]>,
+    data: Box<[UnsafeCell<MaybeUninit<u8>>]>,
+    /// Events published by the owning thread (release); the flusher reads up to here.
+    committed: AtomicUsize,
+    /// Events already taken by the flusher; only the flusher touches it.
+    taken: AtomicUsize,
+    thread: AtomicU32,
+    /// Structured payloads are rare and large; they travel beside the chunk.
+    records: Mutex<Vec<(usize, Record)>>,
+}
+
+// SAFETY: the owning thread writes only slots at or beyond `committed`, and publishes them
+// with a release store; the flusher reads only slots below an acquired `committed`.
+unsafe impl Sync for Chunk {}
+unsafe impl Send for Chunk {}
+
+impl Chunk {
+    fn new(events: usize, data: usize, thread: u32) -> Arc<Chunk> {
+        Arc::new(Chunk {
+            events: (0..events).map(|_| UnsafeCell::new(MaybeUninit::uninit())).collect(),
+            data: (0..data).map(|_| UnsafeCell::new(MaybeUninit::uninit())).collect(),
+            committed: AtomicUsize::new(0),
+            taken: AtomicUsize::new(0),
+            thread: AtomicU32::new(thread),
+            records: Mutex::new(Vec::new()),
+        })
+    }
+}
+
+struct SlotInner {
+    current: Arc<Chunk>,
+    full: Vec<Arc<Chunk>>,
+}
+
+struct Slot {
+    inner: Mutex<SlotInner>,
+    dead: AtomicBool,
+}
+
+struct Local {
+    gen: u64,
+    thread: u32,
+    slot: Arc<Slot>,
+    chunk: Arc<Chunk>,
+    len: usize,
+    data_len: usize,
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        self.slot.dead.store(true, Ordering::Release);
+    }
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Default)]
+struct Tables {
+    strings: HashMap<String, u32>,
+    next_string: u32,
+    new_strings: Vec<(u32, String)>,
+    next_thread: u32,
+    new_threads: Vec<(u32, u32)>,
+    names: HashMap<u32, u32>,
+}
+
+impl Tables {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.strings.get(s) {
+            return id;
+        }
+        self.next_string += 1;
+        let id = self.next_string;
+        self.strings.insert(s.to_string(), id);
+        self.new_strings.push((id, s.to_string()));
+        id
+    }
+}
+
+struct Signal {
+    /// Full chunks waiting, plus requests.
+    state: Mutex<SignalState>,
+    flusher: Condvar,
+    appenders: Condvar,
+}
+
+#[derive(Default)]
+struct SignalState {
+    pending: usize,
+    closing: bool,
+    flush_requests: u64,
+    flush_done: u64,
+}
+
+struct Inner {
+    gen: u64,
+    seq: AtomicU64,
+    tables: Mutex<Tables>,
+    slots: Mutex<Vec<Arc<Slot>>>,
+    pool: Mutex<Vec<Arc<Chunk>>>,
+    signal: Signal,
+    /// Set when the log is closed or writing failed: appends become no-ops.
+    stopped: AtomicBool,
+    failure: Mutex<Option<String>>,
+    start: Instant,
+    path: PathBuf,
+    flush_every: Duration,
+    dropped: AtomicU64,
+}
+
+/// Settings for [`Recorder::open`].
+pub struct RecordConfig {
+    pub path: PathBuf,
+    pub header: HeaderInfo,
+    pub sync: bool,
+    pub flush: Duration,
+    /// Name of logical thread 0, the thread that opens the recorder.
+    pub main_thread: String,
+}
+
+#[derive(Clone)]
+pub struct Recorder {
+    inner: Arc<Inner>,
+    flusher: Arc<Mutex<Option<std::thread::JoinHandle<Result<TrailerInfo, String>>>>>,
+}
+
+impl Recorder {
+    /// Creates the log (mode 0600), writes its header and starts the flusher. The calling
+    /// thread becomes logical thread 0.
+    pub fn open(cfg: RecordConfig) -> std::io::Result<Recorder> {
+        let writer = LogWriter::create(&cfg.path, &cfg.header, cfg.sync)?;
+        let inner = Arc::new(Inner {
+            gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
+            seq: AtomicU64::new(0),
+            tables: Mutex::new(Tables::default()),
+            slots: Mutex::new(Vec::new()),
+            pool: Mutex::new(Vec::new()),
+            signal: Signal { state: Mutex::new(SignalState::default()), flusher: Condvar::new(), appenders: Condvar::new() },
+            stopped: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            start: Instant::now(),
+            path: cfg.path.clone(),
+            flush_every: cfg.flush,
+            dropped: AtomicU64::new(0),
+        });
+        let rec = Recorder { inner: inner.clone(), flusher: Arc::new(Mutex::new(None)) };
+        rec.register(Some(&cfg.main_thread));
+        let h = std::thread::Builder::new()
+            .name("replay-flusher".into())
+            .spawn(move || flusher_main(inner, writer))?;
+        *rec.flusher.lock().unwrap() = Some(h);
+        Ok(rec)
+    }
+
+    /// The global sequence counter. Front ends that buffer on their own side take numbers
+    /// from it (`fetch_add(1)`) when each event happens, then hand the batch to
+    /// [`Recorder::record_at`], so batching never reorders.
+    pub fn seq_counter(&self) -> &AtomicU64 {
+        &self.inner.seq
+    }
+
+    /// Id of `text` in the log's string table (kinds, sites, names). Takes a lock: front ends
+    /// intern once per hook or call site and keep the id.
+    pub fn intern(&self, text: &str) -> u32 {
+        self.inner.tables.lock().unwrap().intern(text)
+    }
+
+    /// Records one event now; returns its sequence number.
+    #[inline]
+    pub fn record(&self, kind: u32, site: u32, digest: Option<u64>, payload: PayloadRef<'_>) -> u64 {
+        let seq = self.inner.seq.fetch_add(1, Ordering::Relaxed);
+        self.record_at(seq, kind, site, digest, payload);
+        seq
+    }
+
+    /// Records an event whose sequence number was taken earlier from [`Self::seq_counter`]
+    /// by this same thread (numbers of one thread must be recorded in increasing order).
+    #[inline]
+    pub fn record_at(&self, seq: u64, kind: u32, site: u32, digest: Option<u64>, payload: PayloadRef<'_>) {
+        if self.inner.stopped.load(Ordering::Relaxed) {
+            self.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let (tag, value, errno, data) = match payload {
+            PayloadRef::None => (0u8, 0u64, 0, None),
+            PayloadRef::Int(v) => (1, v as u64, 0, None),
+            PayloadRef::Uint(v) => (2, v, 0, None),
+            PayloadRef::Float(v) => (3, v.to_bits(), 0, None),
+            PayloadRef::Bytes(d) => (4, 0, 0, Some(d)),
+            PayloadRef::Ret { ret, errno, data } => (5, ret as u64, errno, data),
+            PayloadRef::Record(_) => (6, 0, 0, None),
+        };
+        let data = match data {
+            Some(d) if d.len() > MAX_PAYLOAD => {
+                eprintln!(
+                    "replay: an event of {} bytes exceeds the {} byte payload bound; its bytes are cut",
+                    d.len(),
+                    MAX_PAYLOAD
+                );
+                Some(&d[..MAX_PAYLOAD])
+            }
+            d => d,
+        };
+        let dlen = data.map_or(0, |d| d.len());
+        LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                *l = Some(self.new_local(None));
+            }
+            let local = l.as_mut().unwrap();
+            if local.len == local.chunk.events.len() || local.data_len + dlen > local.chunk.data.len() {
+                self.swap(local, dlen);
+            }
+            let c = &local.chunk;
+            let i = local.len;
+            if let Some(d) = data {
+                // SAFETY: [data_len, data_len + dlen) is within the arena (checked above) and
+                // not yet published, so no other thread reads it.
+                unsafe {
+                    let dst = c.data.as_ptr().add(local.data_len) as *mut u8;
+                    std::ptr::copy_nonoverlapping(d.as_ptr(), dst, dlen);
+                }
+            }
+            if let PayloadRef::Record(r) = payload {
+                c.records.lock().unwrap().push((i, r.clone()));
+            }
+            let ev = RawEvent {
+                seq,
+                digest: digest.unwrap_or(0),
+                value,
+                kind,
+                site,
+                errno,
+                data_off: local.data_len as u32,
+                data_len: dlen as u32,
+                tag: tag | if digest.is_some() { T_DIGEST } else { 0 } | if data.is_some() { T_DATA } else { 0 },
+            };
+            // SAFETY: slot i is below the chunk's capacity and above `committed`.
+            unsafe { (*c.events[i].get()).write(ev) };
+            local.len = i + 1;
+            local.data_len += dlen;
+            c.committed.store(i + 1, Ordering::Release);
+        });
+    }
+
+    fn new_local(&self, name: Option<&str>) -> Local {
+        let mut t = self.inner.tables.lock().unwrap();
+        let id = t.next_thread;
+        t.next_thread += 1;
+        let name_id = name.map_or(0, |n| t.intern(n));
+        t.new_threads.push((id, name_id));
+        t.names.insert(id, name_id);
+        drop(t);
+        let chunk = Chunk::new(FIRST_EVENTS, FIRST_DATA, id);
+        let slot = Arc::new(Slot { inner: Mutex::new(SlotInner { current: chunk.clone(), full: Vec::new() }), dead: AtomicBool::new(false) });
+        self.inner.slots.lock().unwrap().push(slot.clone());
+        Local { gen: self.inner.gen, thread: id, slot, chunk, len: 0, data_len: 0 }
+    }
+
+    fn register(&self, name: Option<&str>) {
+        LOCAL.with(|l| *l.borrow_mut() = Some(self.new_local(name)));
+    }
+
+    /// Gives the calling thread a stable name. Before its first event this makes it a new
+    /// logical thread with that name; afterwards it renames the thread in the log.
+    pub fn name_thread(&self, name: &str) {
+        LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            match l.as_ref() {
+                Some(x) if x.gen == self.inner.gen => {
+                    let mut t = self.inner.tables.lock().unwrap();
+                    let n = t.intern(name);
+                    t.new_threads.push((x.thread, n));
+                    t.names.insert(x.thread, n);
+                }
+                _ => *l = Some(self.new_local(Some(name))),
+            }
+        });
+    }
+
+    /// Logical id of the calling thread (registering it if new).
+    pub fn thread_id(&self) -> u32 {
+        LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                *l = Some(self.new_local(None));
+            }
+            l.as_ref().unwrap().thread
+        })
+    }
+
+    #[cold]
+    fn swap(&self, local: &mut Local, need: usize) {
+        let old_cap = local.chunk.events.len();
+        let events = if local.len == old_cap { (old_cap * 2).min(MAX_EVENTS) } else { old_cap };
+        let data = (local.chunk.data.len() * 2).clamp(FIRST_DATA, MAX_DATA).max(need);
+        let new = if events == MAX_EVENTS && data == MAX_DATA {
+            self.inner.pool.lock().unwrap().pop()
+        } else {
+            None
+        };
+        let new = match new {
+            Some(c) => {
+                c.thread.store(local.thread, Ordering::Relaxed);
+                c
+            }
+            None => Chunk::new(events, data, local.thread),
+        };
+        {
+            let mut s = local.slot.inner.lock().unwrap();
+            let old = std::mem::replace(&mut s.current, new.clone());
+            s.full.push(old);
+        }
+        local.chunk = new;
+        local.len = 0;
+        local.data_len = 0;
+        let sig = &self.inner.signal;
+        let mut st = sig.state.lock().unwrap();
+        st.pending += 1;
+        sig.flusher.notify_one();
+        // Back-pressure keeps memory bounded. The wait has a bound too: a flusher that is
+        // stuck (a hung disk) must not hang the host program, so after it the append goes on.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while st.pending > MAX_PENDING && !self.inner.stopped.load(Ordering::Relaxed) {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            st = sig.appenders.wait_timeout(st, deadline - now).unwrap().0;
+        }
+    }
+
+    /// Writes everything recorded so far (by every thread) and returns when it is written.
+    pub fn flush(&self) {
+        let sig = &self.inner.signal;
+        let mut st = sig.state.lock().unwrap();
+        st.flush_requests += 1;
+        let want = st.flush_requests;
+        sig.flusher.notify_one();
+        while st.flush_done < want && !self.inner.stopped.load(Ordering::Relaxed) {
+            st = sig.appenders.wait_timeout(st, Duration::from_millis(100)).unwrap().0;
+        }
+    }
+
+    /// Flushes, writes the trailer and closes the log. Later appends are dropped (and
+    /// counted). Calling it again returns the first result.
+    pub fn finish(&self) -> Result<TrailerInfo, String> {
+        {
+            let sig = &self.inner.signal;
+            let mut st = sig.state.lock().unwrap();
+            st.closing = true;
+            sig.flusher.notify_one();
+        }
+        let h = self.flusher.lock().unwrap().take();
+        match h {
+            Some(h) => {
+                let r = h.join().map_err(|_| "the log flusher panicked".to_string()).and_then(|r| r);
+                if let Err(e) = &r {
+                    *self.inner.failure.lock().unwrap() = Some(e.clone());
+                }
+                r
+            }
+            None => Err(self.inner.failure.lock().unwrap().clone().unwrap_or_else(|| "log already closed".into())),
+        }
+    }
+
+    /// The first write error, if writing failed (the recording then stopped).
+    pub fn failure(&self) -> Option<String> {
+        self.inner.failure.lock().unwrap().clone()
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.inner.path
+    }
+
+    /// Events dropped because the log was closed or writing failed.
+    pub fn dropped(&self) -> u64 {
+        self.inner.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// Takes everything published so far from every thread into batches and writes them.
+struct Flusher {
+    inner: Arc<Inner>,
+    writer: LogWriter,
+    batch: BatchBuilder,
+    runs: HashMap<u32, usize>,
+}
+
+impl Flusher {
+    fn take_chunk(&mut self, c: &Chunk) {
+        let upto = c.committed.load(Ordering::Acquire);
+        let from = c.taken.load(Ordering::Relaxed);
+        if upto <= from {
+            return;
+        }
+        let thread = c.thread.load(Ordering::Relaxed);
+        let idx = *self.runs.entry(thread).or_insert_with(|| {
+            self.batch.runs.push(RunBuilder::new(thread));
+            self.batch.runs.len() - 1
+        });
+        let records = c.records.lock().unwrap();
+        let run = &mut self.batch.runs[idx];
+        for i in from..upto {
+            // SAFETY: i < committed (acquired), so the slot and its data are published.
+            let e = unsafe { (*c.events[i].get()).assume_init() };
+            let data = if e.tag & T_DATA != 0 {
+                // SAFETY: the data range was written before the event was published.
+                Some(unsafe {
+                    std::slice::from_raw_parts(c.data.as_ptr().add(e.data_off as usize) as *const u8, e.data_len as usize)
+                })
+            } else {
+                None
+            };
+            let rec;
+            let p = match e.tag & 0x0f {
+                0 => PayloadRef::None,
+                1 => PayloadRef::Int(e.value as i64),
+                2 => PayloadRef::Uint(e.value),
+                3 => PayloadRef::Float(f64::from_bits(e.value)),
+                4 => PayloadRef::Bytes(data.unwrap_or(&[])),
+                5 => PayloadRef::Ret { ret: e.value as i64, errno: e.errno, data },
+                _ => {
+                    rec = records.iter().find(|(j, _)| *j == i).map(|(_, r)| r.clone()).unwrap_or_default();
+                    PayloadRef::Record(&rec)
+                }
+            };
+            let digest = (e.tag & T_DIGEST != 0).then_some(e.digest);
+            run.push(e.seq, e.kind, e.site, digest, p);
+        }
+        c.taken.store(upto, Ordering::Relaxed);
+    }
+
+    /// One round: collect, then write. Returns the number of full chunks it consumed.
+    fn round(&mut self) -> Result<usize, String> {
+        let slots: Vec<Arc<Slot>> = self.inner.slots.lock().unwrap().clone();
+        let mut consumed = 0;
+        let mut dead = Vec::new();
+        for slot in &slots {
+            // A dead thread appends nothing more; check before taking so nothing is missed.
+            let is_dead = slot.dead.load(Ordering::Acquire);
+            let (full, cur) = {
+                let mut s = slot.inner.lock().unwrap();
+                (std::mem::take(&mut s.full), s.current.clone())
+            };
+            for c in full {
+                self.take_chunk(&c);
+                consumed += 1;
+                self.recycle(c);
+                self.write_if_big()?;
+            }
+            self.take_chunk(&cur);
+            if is_dead {
+                dead.push(slot.clone());
+            }
+            self.write_if_big()?;
+        }
+        if !dead.is_empty() {
+            self.inner.slots.lock().unwrap().retain(|s| !dead.iter().any(|d| Arc::ptr_eq(s, d)));
+        }
+        self.write()?;
+        Ok(consumed)
+    }
+
+    fn recycle(&self, mut c: Arc<Chunk>) {
+        if c.events.len() != MAX_EVENTS || c.data.len() != MAX_DATA {
+            return;
+        }
+        if let Some(m) = Arc::get_mut(&mut c) {
+            *m.committed.get_mut() = 0;
+            *m.taken.get_mut() = 0;
+            m.records.get_mut().unwrap().clear();
+            let mut pool = self.inner.pool.lock().unwrap();
+            if pool.len() < 8 {
+                pool.push(c);
+            }
+        }
+    }
+
+    fn write_if_big(&mut self) -> Result<(), String> {
+        if self.batch.approx_bytes() >= BATCH_BYTES {
+            self.write()?;
+        }
+        Ok(())
+    }
+
+    fn write(&mut self) -> Result<(), String> {
+        // Table entries are taken after the events: an event collected above was published
+        // after its strings and thread were entered, so they are in this batch or earlier.
+        {
+            let mut t = self.inner.tables.lock().unwrap();
+            self.batch.strings.append(&mut t.new_strings);
+            self.batch.threads.append(&mut t.new_threads);
+        }
+        if self.batch.is_empty() {
+            return Ok(());
+        }
+        let mono = self.inner.start.elapsed().as_nanos() as u64;
+        let seq = self.inner.seq.load(Ordering::Relaxed);
+        self.batch.marks.push((seq, mono));
+        let r = self.writer.write_batch(&self.batch).map_err(|e| format!("cannot write {}: {e}", self.inner.path.display()));
+        self.batch = BatchBuilder::default();
+        self.runs.clear();
+        r
+    }
+}
+
+fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, String> {
+    let mut f = Flusher { inner: inner.clone(), writer, batch: BatchBuilder::default(), runs: HashMap::new() };
+    f.batch.marks.push((0, 0));
+    let sig = &inner.signal;
+    let fail = |e: String, inner: &Inner| {
+        eprintln!("replay: {e}; recording stopped, the program runs on");
+        *inner.failure.lock().unwrap() = Some(e.clone());
+        inner.stopped.store(true, Ordering::Relaxed);
+        let _st = inner.signal.state.lock().unwrap();
+        inner.signal.appenders.notify_all();
+        e
+    };
+    loop {
+        let (closing, requests) = {
+            let mut st = sig.state.lock().unwrap();
+            if st.pending == 0 && !st.closing && st.flush_requests == st.flush_done {
+                st = sig.flusher.wait_timeout(st, inner.flush_every).unwrap().0;
+            }
+            (st.closing, st.flush_requests)
+        };
+        if closing {
+            // Stop appends first so that the final round sees everything there will be.
+            inner.stopped.store(true, Ordering::Relaxed);
+        }
+        let consumed = match f.round() {
+            Ok(n) => n,
+            Err(e) => return Err(fail(e, &inner)),
+        };
+        {
+            let mut st = sig.state.lock().unwrap();
+            st.pending = st.pending.saturating_sub(consumed);
+            st.flush_done = st.flush_done.max(requests);
+            sig.appenders.notify_all();
+        }
+        if closing {
+            let threads = inner.tables.lock().unwrap().next_thread;
+            let Flusher { writer, .. } = f;
+            return writer.finish(threads).map_err(|e| fail(format!("cannot close {}: {e}", inner.path.display()), &inner));
+        }
+    }
+}

@@ -1,0 +1,496 @@
+//! Replay: per-thread cursors over a recorded log, strict or relaxed ordering, and
+//! verification of every replayed call against its thread's next recorded event.
+//!
+//! The log is read lazily, one chunk at a time, by whichever thread runs out of events
+//! first; its events are handed to per-thread queues. In strict mode a thread takes its next
+//! event only when the global cursor (the number of events consumed so far, since sequence
+//! numbers are dense) reaches that event's number, so the recorded interleaving of the
+//! intercepted calls happens again. Waiting spins briefly, then parks; if the cursor makes no
+//! progress for `timeout` while a thread waits, that is a divergence (never a hang).
+
+use crate::error::LogError;
+use crate::event::Event;
+use crate::options::Order;
+use crate::reader::{End, LogReader};
+use crate::report::{Actual, Divergence, DivergenceKind, ThreadState};
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+const NONE: u64 = u64::MAX;
+
+struct Queue {
+    batches: Mutex<VecDeque<Vec<Event>>>,
+    /// Events handed to this thread's queue so far / consumed by it.
+    handed: AtomicU64,
+    consumed: AtomicU64,
+    /// Sequence number this thread is waiting for (strict mode), or NONE.
+    waiting_for: AtomicU64,
+    /// Kind (live string id) of the call that waits.
+    waiting_kind: AtomicU64,
+    claimed: AtomicBool,
+}
+
+impl Queue {
+    fn new() -> Arc<Queue> {
+        Arc::new(Queue {
+            batches: Mutex::new(VecDeque::new()),
+            handed: AtomicU64::new(0),
+            consumed: AtomicU64::new(0),
+            waiting_for: AtomicU64::new(NONE),
+            waiting_kind: AtomicU64::new(0),
+            claimed: AtomicBool::new(false),
+        })
+    }
+}
+
+struct Source {
+    reader: Option<LogReader>,
+    end: Option<End>,
+    error: Option<String>,
+    total: u64,
+    /// recorded string id → live id
+    map: Vec<u32>,
+    /// recorded thread id → name (text), in id order
+    names: Vec<(u32, Option<String>)>,
+}
+
+/// Live string table: texts the program asked for plus every text of the log.
+#[derive(Default)]
+struct Live {
+    ids: HashMap<String, u32>,
+    texts: Vec<String>,
+}
+
+impl Live {
+    fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        self.texts.push(s.to_string());
+        let id = self.texts.len() as u32;
+        self.ids.insert(s.to_string(), id);
+        id
+    }
+}
+
+struct Inner {
+    gen: u64,
+    path: PathBuf,
+    source: Mutex<Source>,
+    queues: RwLock<HashMap<u32, Arc<Queue>>>,
+    live: RwLock<Live>,
+    cursor: AtomicU64,
+    strict: bool,
+    timeout: Duration,
+    park: Mutex<()>,
+    wake: Condvar,
+    parked: AtomicU64,
+    /// Set by the session when the policy made replay go live.
+    gone_live: AtomicBool,
+    phantoms: AtomicU64,
+}
+
+struct Local {
+    gen: u64,
+    thread: u32,
+    queue: Option<Arc<Queue>>,
+    batch: Vec<Event>,
+    pos: usize,
+    name: String,
+}
+
+thread_local! {
+    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+}
+
+static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
+
+#[derive(Clone)]
+pub struct Replayer {
+    inner: Arc<Inner>,
+}
+
+/// Settings for [`Replayer::open`].
+pub struct ReplayConfig {
+    pub path: PathBuf,
+    pub order: Order,
+    pub timeout: Duration,
+}
+
+impl Replayer {
+    /// Opens the log (checking its magic, version and header) and binds the calling thread
+    /// to logical thread 0.
+    pub fn open(cfg: ReplayConfig) -> Result<Replayer, LogError> {
+        let reader = LogReader::open(&cfg.path)?;
+        let inner = Arc::new(Inner {
+            gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
+            path: cfg.path,
+            source: Mutex::new(Source { reader: Some(reader), end: None, error: None, total: 0, map: vec![0], names: Vec::new() }),
+            queues: RwLock::new(HashMap::new()),
+            live: RwLock::new(Live::default()),
+            cursor: AtomicU64::new(0),
+            strict: cfg.order == Order::Strict,
+            timeout: cfg.timeout,
+            park: Mutex::new(()),
+            wake: Condvar::new(),
+            parked: AtomicU64::new(0),
+            gone_live: AtomicBool::new(false),
+            phantoms: AtomicU64::new(0),
+        });
+        let r = Replayer { inner };
+        // Read the first chunk now so that a log unreadable from its start fails at start-up.
+        {
+            let mut src = r.inner.source.lock().unwrap();
+            r.read_more(&mut src);
+            if let Some(e) = &src.error {
+                if src.total == 0 {
+                    return Err(LogError::Corrupt { offset: 0, why: e.clone() });
+                }
+            }
+        }
+        let main = r.bind(Some(0), "main");
+        LOCAL.with(|l| *l.borrow_mut() = Some(main));
+        Ok(r)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Id of `text` in the live string table, the ids that [`Self::next`] compares.
+    pub fn intern(&self, text: &str) -> u32 {
+        if let Some(&i) = self.inner.live.read().unwrap().ids.get(text) {
+            return i;
+        }
+        self.inner.live.write().unwrap().intern(text)
+    }
+
+    pub fn text(&self, id: u32) -> String {
+        let live = self.inner.live.read().unwrap();
+        if id == 0 {
+            return String::new();
+        }
+        live.texts.get(id as usize - 1).cloned().unwrap_or_else(|| "?".into())
+    }
+
+    /// Reads one more chunk into the queues. Caller holds the source lock.
+    fn read_more(&self, src: &mut Source) -> bool {
+        let Some(reader) = src.reader.as_mut() else { return false };
+        match reader.next_batch() {
+            Ok(Some(b)) => {
+                {
+                    let mut live = self.inner.live.write().unwrap();
+                    for (id, text) in &b.strings {
+                        let l = live.intern(text);
+                        if *id as usize == src.map.len() {
+                            src.map.push(l);
+                        }
+                    }
+                }
+                let lookup = |map: &Vec<u32>, id: u32| map.get(id as usize).copied().unwrap_or(0);
+                for (id, name) in &b.threads {
+                    let text = if *name == 0 { None } else { Some(self.text(lookup(&src.map, *name))) };
+                    match src.names.iter_mut().find(|(i, _)| i == id) {
+                        Some(e) => e.1 = text,
+                        None => src.names.push((*id, text)),
+                    }
+                    self.inner.queues.write().unwrap().entry(*id).or_insert_with(|| Queue::new());
+                }
+                let queues = self.inner.queues.read().unwrap();
+                for mut run in b.runs {
+                    for e in &mut run.events {
+                        e.kind = lookup(&src.map, e.kind);
+                        e.site = lookup(&src.map, e.site);
+                    }
+                    src.total += run.events.len() as u64;
+                    if let Some(q) = queues.get(&run.thread) {
+                        q.handed.fetch_add(run.events.len() as u64, Ordering::Relaxed);
+                        q.batches.lock().unwrap().push_back(run.events);
+                    }
+                }
+                true
+            }
+            Ok(None) => {
+                src.end = reader.end().cloned();
+                src.reader = None;
+                false
+            }
+            Err(e) => {
+                eprintln!("replay: {}: {e}; replay continues with the events before it", self.inner.path.display());
+                src.error = Some(e.to_string());
+                src.reader = None;
+                false
+            }
+        }
+    }
+
+    /// Binds the calling thread to a recorded logical thread: by name when it has one,
+    /// else the next unnamed recorded thread in order of first appearance.
+    fn bind(&self, want: Option<u32>, name: &str) -> Local {
+        let named = !name.is_empty();
+        let mut src = self.inner.source.lock().unwrap();
+        let found = loop {
+            let pick = src.names.iter().find(|(id, n)| {
+                let q = self.inner.queues.read().unwrap().get(id).cloned();
+                let free = q.is_some_and(|q| !q.claimed.load(Ordering::Relaxed));
+                free && match want {
+                    Some(w) => *id == w,
+                    None if named => n.as_deref() == Some(name),
+                    None => n.is_none(),
+                }
+            });
+            if let Some((id, _)) = pick {
+                break Some(*id);
+            }
+            if !self.read_more(&mut src) {
+                break None;
+            }
+        };
+        drop(src);
+        match found {
+            Some(id) => {
+                let q = self.inner.queues.read().unwrap().get(&id).cloned().unwrap();
+                q.claimed.store(true, Ordering::Relaxed);
+                let name = if named { name.to_string() } else { format!("thread-{id}") };
+                Local { gen: self.inner.gen, thread: id, queue: Some(q), batch: Vec::new(), pos: 0, name }
+            }
+            None => {
+                // A thread the recording never had: its first call is a divergence.
+                let n = self.inner.phantoms.fetch_add(1, Ordering::Relaxed);
+                let name = if named { name.to_string() } else { format!("new thread #{}", n + 1) };
+                Local { gen: self.inner.gen, thread: u32::MAX - n as u32, queue: None, batch: Vec::new(), pos: 0, name }
+            }
+        }
+    }
+
+    /// Names the calling thread; before its first call this picks the recorded thread of
+    /// that name. Names should be unique; repeated names are matched in order of naming.
+    pub fn name_thread(&self, name: &str) {
+        LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            let fresh = l.as_ref().is_none_or(|x| x.gen != self.inner.gen);
+            if fresh {
+                *l = Some(self.bind(None, name));
+            }
+        });
+    }
+
+    /// Marks replay as gone live (after a divergence under the `warn-live` policy): waiting
+    /// threads stop waiting and every later call runs live.
+    pub fn go_live(&self) {
+        self.inner.gone_live.store(true, Ordering::Relaxed);
+        let _g = self.inner.park.lock().unwrap();
+        self.inner.wake.notify_all();
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.inner.gone_live.load(Ordering::Relaxed)
+    }
+
+    /// The calling thread's next recorded event, checked against the call the program makes
+    /// now (`kind`, `site` and `digest` are live string ids and the input digest). In strict
+    /// mode this waits for the thread's turn.
+    pub fn next(&self, kind: u32, site: u32, digest: Option<u64>) -> Result<Event, Box<Divergence>> {
+        LOCAL.with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                *l = Some(self.bind(None, ""));
+            }
+            let local = l.as_mut().unwrap();
+            let actual = Actual { kind, site, digest, context: None };
+            let Some(seq) = self.peek(local).map(|e| e.seq) else {
+                let q = local.queue.clone();
+                return Err(self.divergence(DivergenceKind::Exhausted { recorded: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)) }, local, None, actual));
+            };
+            if self.inner.strict {
+                if let Err(d) = self.wait_turn(local, seq, kind) {
+                    return Err(d);
+                }
+            }
+            let ev = local.batch[local.pos].clone();
+            let ok = ev.kind == kind && (ev.digest.is_none() || digest.is_none() || ev.digest == digest);
+            // The event is consumed whether or not it matches, so that warn-continue goes on
+            // with the following events.
+            self.consume(local, ev.seq);
+            if ok {
+                Ok(ev)
+            } else {
+                let seq = ev.seq;
+                Err(self.divergence(DivergenceKind::Mismatch, local, Some(ev), actual).with_seq(seq))
+            }
+        })
+    }
+
+    fn consume(&self, local: &mut Local, seq: u64) {
+        local.pos += 1;
+        if let Some(q) = &local.queue {
+            q.consumed.fetch_add(1, Ordering::Relaxed);
+        }
+        if self.inner.strict {
+            self.inner.cursor.store(seq + 1, Ordering::Release);
+            if self.inner.parked.load(Ordering::Acquire) > 0 {
+                let _g = self.inner.park.lock().unwrap();
+                self.inner.wake.notify_all();
+            }
+        } else {
+            self.inner.cursor.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The next event of this thread without consuming it (reads more of the log if needed).
+    fn peek<'a>(&self, local: &'a mut Local) -> Option<&'a Event> {
+        if local.pos < local.batch.len() {
+            return local.batch.get(local.pos);
+        }
+        let q = local.queue.clone()?;
+        loop {
+            if let Some(b) = q.batches.lock().unwrap().pop_front() {
+                local.batch = b;
+                local.pos = 0;
+                if !local.batch.is_empty() {
+                    return local.batch.first();
+                }
+                continue;
+            }
+            let mut src = self.inner.source.lock().unwrap();
+            if !q.batches.lock().unwrap().is_empty() {
+                continue;
+            }
+            if !self.read_more(&mut src) {
+                if q.batches.lock().unwrap().is_empty() {
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn wait_turn(&self, local: &mut Local, seq: u64, kind: u32) -> Result<(), Box<Divergence>> {
+        let inner = &self.inner;
+        if inner.cursor.load(Ordering::Acquire) >= seq {
+            return Ok(());
+        }
+        let q = local.queue.clone().unwrap();
+        q.waiting_for.store(seq, Ordering::Relaxed);
+        q.waiting_kind.store(u64::from(kind), Ordering::Relaxed);
+        let mut last = inner.cursor.load(Ordering::Acquire);
+        let mut since = Instant::now();
+        let mut spins = 0u32;
+        let result = loop {
+            let c = inner.cursor.load(Ordering::Acquire);
+            if c >= seq {
+                break Ok(());
+            }
+            if inner.gone_live.load(Ordering::Relaxed) {
+                break Ok(());
+            }
+            if c != last {
+                last = c;
+                since = Instant::now();
+                spins = 0;
+            }
+            spins += 1;
+            if spins < 256 {
+                std::hint::spin_loop();
+                continue;
+            }
+            if spins < 320 {
+                std::thread::yield_now();
+                continue;
+            }
+            if since.elapsed() >= inner.timeout {
+                let d = self.divergence(DivergenceKind::Stalled { cursor: c, waited: inner.timeout }, local, None, Actual { kind, site: 0, digest: None, context: None });
+                break Err(d.with_seq(seq));
+            }
+            inner.parked.fetch_add(1, Ordering::AcqRel);
+            let g = inner.park.lock().unwrap();
+            if inner.cursor.load(Ordering::Acquire) < seq && !inner.gone_live.load(Ordering::Relaxed) {
+                let _ = inner.wake.wait_timeout(g, Duration::from_millis(5)).unwrap();
+            }
+            inner.parked.fetch_sub(1, Ordering::AcqRel);
+        };
+        q.waiting_for.store(NONE, Ordering::Relaxed);
+        result
+    }
+
+    fn thread_states(&self) -> Vec<ThreadState> {
+        let src = self.inner.source.lock().unwrap();
+        let queues = self.inner.queues.read().unwrap();
+        let mut v: Vec<ThreadState> = src
+            .names
+            .iter()
+            .map(|(id, name)| {
+                let q = queues.get(id);
+                ThreadState {
+                    id: *id,
+                    name: name.clone().unwrap_or_else(|| format!("thread-{id}")),
+                    present: q.is_some_and(|q| q.claimed.load(Ordering::Relaxed)),
+                    consumed: q.map_or(0, |q| q.consumed.load(Ordering::Relaxed)),
+                    recorded_so_far: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)),
+                    waiting_for: q.and_then(|q| {
+                        let w = q.waiting_for.load(Ordering::Relaxed);
+                        (w != NONE).then(|| (w, self.text(q.waiting_kind.load(Ordering::Relaxed) as u32)))
+                    }),
+                }
+            })
+            .collect();
+        v.sort_by_key(|t| t.id);
+        v
+    }
+
+    fn divergence(&self, kind: DivergenceKind, local: &Local, expected: Option<Event>, actual: Actual) -> Box<Divergence> {
+        let cursor = self.inner.cursor.load(Ordering::Acquire);
+        let mut d = Divergence {
+            kind,
+            seq: expected.as_ref().map(|e| e.seq).unwrap_or(cursor),
+            thread: local.thread,
+            thread_name: local.name.clone(),
+            expected_kind: expected.as_ref().map(|e| self.text(e.kind)),
+            expected_site: expected.as_ref().map(|e| self.text(e.site)),
+            expected: expected.clone(),
+            actual_kind: self.text(actual.kind),
+            actual_site: self.text(actual.site),
+            actual,
+            threads: Vec::new(),
+            log: self.inner.path.clone(),
+        };
+        if matches!(d.kind, DivergenceKind::Stalled { .. } | DivergenceKind::Leftover { .. }) {
+            d.threads = self.thread_states();
+        }
+        Box::new(d)
+    }
+
+    /// Checks that the recording was used up. Reads the rest of the log to count what is
+    /// left; in strict mode the first unconsumed event is the cursor's.
+    pub fn finish(&self) -> Result<(), Box<Divergence>> {
+        if self.is_live() {
+            return Ok(());
+        }
+        {
+            let mut src = self.inner.source.lock().unwrap();
+            while self.read_more(&mut src) {}
+        }
+        let total = self.inner.source.lock().unwrap().total;
+        let consumed: u64 = self.inner.queues.read().unwrap().values().map(|q| q.consumed.load(Ordering::Relaxed)).sum();
+        if consumed >= total {
+            return Ok(());
+        }
+        let local = LOCAL.with(|l| {
+            l.borrow().as_ref().filter(|x| x.gen == self.inner.gen).map(|x| (x.thread, x.name.clone()))
+        });
+        let (thread, name) = local.unwrap_or((0, "main".into()));
+        let tmp = Local { gen: 0, thread, queue: None, batch: Vec::new(), pos: 0, name };
+        let cursor = self.inner.cursor.load(Ordering::Acquire);
+        let mut d = self.divergence(DivergenceKind::Leftover { left: total - consumed, total }, &tmp, None, Actual { kind: 0, site: 0, digest: None, context: None });
+        d.seq = if self.inner.strict { cursor } else { d.threads.iter().find(|t| t.consumed < t.recorded_so_far).map_or(cursor, |_| cursor) };
+        Err(d)
+    }
+
+    /// How the log ended, once it has been read to its end.
+    pub fn end(&self) -> Option<End> {
+        self.inner.source.lock().unwrap().end.clone()
+    }
+}

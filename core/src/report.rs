@@ -1,0 +1,185 @@
+//! Divergence reports, written for a person: what the recording expected, what the program
+//! did, the events just before, and the next command to run.
+
+use crate::event::Event;
+use crate::reader::{LogReader, Ordered};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The call the program made when the divergence was found.
+#[derive(Clone, Debug)]
+pub struct Actual {
+    pub kind: u32,
+    pub site: u32,
+    pub digest: Option<u64>,
+    /// Front-end context, such as the Java stack of the call.
+    pub context: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum DivergenceKind {
+    /// The thread's next recorded event is a different call (kind or inputs differ).
+    Mismatch,
+    /// The thread asked for more events than it recorded.
+    Exhausted { recorded: u64 },
+    /// The program ended with recorded events not replayed.
+    Leftover { left: u64, total: u64 },
+    /// Strict order: the cursor did not move for the bound while this thread waited.
+    Stalled { cursor: u64, waited: Duration },
+}
+
+#[derive(Clone, Debug)]
+pub struct ThreadState {
+    pub id: u32,
+    pub name: String,
+    /// A thread of the replayed program is bound to this recorded thread.
+    pub present: bool,
+    pub consumed: u64,
+    pub recorded_so_far: u64,
+    pub waiting_for: Option<(u64, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Divergence {
+    pub kind: DivergenceKind,
+    /// Sequence number of the event in question (the expected event, or the cursor).
+    pub seq: u64,
+    pub thread: u32,
+    pub thread_name: String,
+    pub expected: Option<Event>,
+    pub expected_kind: Option<String>,
+    pub expected_site: Option<String>,
+    pub actual: Actual,
+    pub actual_kind: String,
+    pub actual_site: String,
+    pub threads: Vec<ThreadState>,
+    pub log: PathBuf,
+}
+
+impl Divergence {
+    pub fn with_seq(mut self: Box<Self>, seq: u64) -> Box<Self> {
+        self.seq = seq;
+        self
+    }
+
+    pub fn with_context(mut self: Box<Self>, ctx: String) -> Box<Self> {
+        self.actual.context = Some(ctx);
+        self
+    }
+
+    /// One line: what went wrong, where.
+    pub fn headline(&self) -> String {
+        let t = format!("thread {} \"{}\"", self.thread_display(), self.thread_name);
+        match &self.kind {
+            DivergenceKind::Mismatch => format!("event #{} in {t}: the program made a different call than the recording", self.seq),
+            DivergenceKind::Exhausted { recorded } => {
+                if *recorded == 0 && self.thread >= u32::MAX / 2 {
+                    format!("{t} made a call, but the recording has no such thread")
+                } else {
+                    format!("{t} made a call after its {recorded} recorded events ran out")
+                }
+            }
+            DivergenceKind::Leftover { left, total } => {
+                format!("the program ended with {left} of {total} recorded events not replayed (first: #{})", self.seq)
+            }
+            DivergenceKind::Stalled { cursor, waited } => format!(
+                "no progress for {:.1}s: {t} waits for its turn at event #{}, but event #{cursor} was never replayed",
+                waited.as_secs_f64(),
+                self.seq
+            ),
+        }
+    }
+
+    fn thread_display(&self) -> String {
+        if self.thread >= u32::MAX / 2 {
+            "(new)".into()
+        } else {
+            self.thread.to_string()
+        }
+    }
+
+    /// The whole report. Re-reads the log for the events before the divergence.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(s, "replay: DIVERGENCE: {}", self.headline());
+        let digest = |d: Option<u64>| d.map(|d| format!(" [inputs {d:016x}]")).unwrap_or_default();
+        let site = |s: &str| if s.is_empty() { String::new() } else { format!(" at {s}") };
+        match &self.expected {
+            Some(e) => {
+                let _ = writeln!(
+                    s,
+                    "  expected: {}{}{} -> {}",
+                    self.expected_kind.as_deref().unwrap_or("?"),
+                    site(self.expected_site.as_deref().unwrap_or("")),
+                    digest(e.digest),
+                    e.payload.summary()
+                );
+            }
+            None if matches!(self.kind, DivergenceKind::Exhausted { .. }) => {
+                let _ = writeln!(s, "  expected: (end of this thread's recording)");
+            }
+            None => {}
+        }
+        if !self.actual_kind.is_empty() {
+            let _ = writeln!(s, "  actual:   {}{}{}", self.actual_kind, site(&self.actual_site), digest(self.actual.digest));
+        }
+        if let Some(ctx) = &self.actual.context {
+            for line in ctx.lines() {
+                let _ = writeln!(s, "            {line}");
+            }
+        }
+        let before = events_before(&self.log, self.seq, 5);
+        if !before.is_empty() {
+            let _ = writeln!(s, "  recorded events before #{}:", self.seq);
+            for l in before {
+                let _ = writeln!(s, "    {l}");
+            }
+        }
+        if !self.threads.is_empty() {
+            let _ = writeln!(s, "  threads:");
+            for t in &self.threads {
+                let state = match (&t.waiting_for, t.present) {
+                    (Some((w, k)), _) => format!("waits for its turn at #{w} ({k})"),
+                    (None, false) => "never started in this run".into(),
+                    (None, true) if t.consumed < t.recorded_so_far => "running, or blocked outside replay".into(),
+                    (None, true) => "done with its events".into(),
+                };
+                let _ = writeln!(s, "    t{} {:<16} {state}; replayed {} of {} events read so far", t.id, t.name, t.consumed, t.recorded_so_far);
+            }
+        }
+        let _ = writeln!(s, "  next: replay dump {} --around {}", shell_quote(&self.log.display().to_string()), self.seq);
+        s
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Up to `n` events before `seq`, one line each, as `replay dump` prints them.
+fn events_before(log: &std::path::Path, seq: u64, n: u64) -> Vec<String> {
+    let Ok(reader) = LogReader::open(log) else { return Vec::new() };
+    let mut it = Ordered::new(reader);
+    let from = seq.saturating_sub(n);
+    let mut out = Vec::new();
+    while let Some(e) = it.next() {
+        if e.seq >= seq {
+            break;
+        }
+        if e.seq >= from {
+            out.push(format_event(&e, it.reader.strings(), &it.reader.thread_name(e.thread)));
+        }
+    }
+    out
+}
+
+/// One event as a line of text (the format of `replay dump`).
+pub fn format_event(e: &Event, strings: &crate::reader::Strings, thread_name: &str) -> String {
+    let site = if e.site != 0 { format!(" {}", strings.name(e.site)) } else { String::new() };
+    format!("#{:<8} t{} {:<10} {}{} = {}", e.seq, e.thread, thread_name, strings.name(e.kind), site, e.payload.summary())
+}

@@ -1,0 +1,49 @@
+//! Record → read → replay through the public API, in one process.
+
+use replay_core::*;
+use std::time::Duration;
+
+fn rec(path: &std::path::Path) -> Recorder {
+    Recorder::open(RecordConfig {
+        path: path.to_path_buf(),
+        header: HeaderInfo::for_this_process("test", "1", vec![]),
+        sync: false,
+        flush: Duration::from_millis(20),
+        main_thread: "main".into(),
+    })
+    .unwrap()
+}
+
+#[test]
+fn record_read_replay_single_thread() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a.replay");
+    let r = rec(&p);
+    let k = r.intern("test.clock");
+    let k2 = r.intern("test.read");
+    for i in 0..10_000u64 {
+        r.record(k, 0, None, PayloadRef::Uint(1_000_000 + i * 37));
+    }
+    r.record(k2, 0, Some(42), PayloadRef::Ret { ret: 5, errno: 0, data: Some(b"hello") });
+    let t = r.finish().unwrap();
+    assert_eq!(t.events, 10_001);
+
+    let mut rd = LogReader::open(&p).unwrap();
+    let mut n = 0;
+    while let Some(b) = rd.next_batch().unwrap() {
+        n += b.runs.iter().map(|r| r.events.len()).sum::<usize>();
+    }
+    assert_eq!(n, 10_001);
+    assert!(matches!(rd.end(), Some(End::Complete(_))));
+
+    let rp = Replayer::open(ReplayConfig { path: p.clone(), order: Order::Strict, timeout: Duration::from_secs(2) }).unwrap();
+    let k = rp.intern("test.clock");
+    let k2 = rp.intern("test.read");
+    for i in 0..10_000u64 {
+        let e = rp.next(k, 0, None).unwrap();
+        assert_eq!(e.payload, Payload::Uint { value: 1_000_000 + i * 37 });
+    }
+    let e = rp.next(k2, 0, Some(42)).unwrap();
+    assert_eq!(e.payload, Payload::Ret { ret: 5, errno: 0, data: Some(b"hello".to_vec()) });
+    rp.finish().unwrap();
+}
