@@ -311,7 +311,8 @@ impl Replayer {
                     return Err(d);
                 }
             }
-            let ev = local.batch[local.pos].clone();
+            // Taken, not cloned: the slot is never read again (pos moves past it).
+            let ev = std::mem::replace(&mut local.batch[local.pos], Event { seq: 0, thread: 0, kind: 0, site: 0, digest: None, payload: crate::event::Payload::None });
             let ok = ev.kind == kind && (ev.digest.is_none() || digest.is_none() || ev.digest == digest);
             // The event is consumed whether or not it matches, so that warn-continue goes on
             // with the following events.
@@ -328,7 +329,8 @@ impl Replayer {
     fn consume(&self, local: &mut Local, seq: u64) {
         local.pos += 1;
         if let Some(q) = &local.queue {
-            q.consumed.fetch_add(1, Ordering::Relaxed);
+            // Only the bound thread writes its counter: a plain store, not a locked add.
+            q.consumed.store(q.consumed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         }
         if self.inner.strict {
             self.inner.cursor.store(seq + 1, Ordering::Release);
@@ -336,8 +338,6 @@ impl Replayer {
                 let _g = self.inner.park.lock().unwrap();
                 self.inner.wake.notify_all();
             }
-        } else {
-            self.inner.cursor.fetch_add(1, Ordering::Relaxed);
         }
     }
 
@@ -485,7 +485,17 @@ impl Replayer {
         let tmp = Local { gen: 0, thread, queue: None, batch: Vec::new(), pos: 0, name };
         let cursor = self.inner.cursor.load(Ordering::Acquire);
         let mut d = self.divergence(DivergenceKind::Leftover { left: total - consumed, total }, &tmp, None, Actual { kind: 0, site: 0, digest: None, context: None });
-        d.seq = if self.inner.strict { cursor } else { d.threads.iter().find(|t| t.consumed < t.recorded_so_far).map_or(cursor, |_| cursor) };
+        d.seq = if self.inner.strict {
+            cursor
+        } else {
+            // Relaxed: no global cursor; name the earliest event still queued for a thread.
+            let queues = self.inner.queues.read().unwrap();
+            queues
+                .values()
+                .filter_map(|q| q.batches.lock().unwrap().front().and_then(|b| b.first()).map(|e| e.seq))
+                .min()
+                .unwrap_or(cursor)
+        };
         Err(d)
     }
 
