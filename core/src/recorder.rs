@@ -66,14 +66,22 @@ unsafe impl Send for Chunk {}
 impl Chunk {
     fn new(events: usize, data: usize, thread: u32) -> Arc<Chunk> {
         Arc::new(Chunk {
-            events: (0..events).map(|_| UnsafeCell::new(MaybeUninit::uninit())).collect(),
-            data: (0..data).map(|_| UnsafeCell::new(MaybeUninit::uninit())).collect(),
+            events: uninit_slice(events),
+            data: uninit_slice(data),
             committed: AtomicUsize::new(0),
             taken: AtomicUsize::new(0),
             thread: AtomicU32::new(thread),
             records: Mutex::new(Vec::new()),
         })
     }
+}
+
+/// An uninitialised slice without touching its memory (a chunk's arena is 256 KiB; filling
+/// it element by element cost more than the appends it serves).
+fn uninit_slice<T>(n: usize) -> Box<[UnsafeCell<MaybeUninit<T>>]> {
+    let b = Box::<[UnsafeCell<MaybeUninit<T>>]>::new_uninit_slice(n);
+    // SAFETY: every element is itself a `MaybeUninit`, for which uninitialised memory is valid.
+    unsafe { b.assume_init() }
 }
 
 struct SlotInner {
@@ -145,15 +153,22 @@ struct SignalState {
     flush_done: u64,
 }
 
+/// The sequence counter and the stop flag, alone on their cache lines: every append does a
+/// locked add on the counter, and a mutex word sharing its line (the flusher locks several)
+/// turned each add into a cache miss.
+#[repr(align(128))]
+struct HotCounter {
+    seq: AtomicU64,
+    stopped: AtomicBool,
+}
+
 struct Inner {
     gen: u64,
-    seq: AtomicU64,
+    hot: HotCounter,
     tables: Mutex<Tables>,
     slots: Mutex<Vec<Arc<Slot>>>,
     pool: Mutex<Vec<Arc<Chunk>>>,
     signal: Signal,
-    /// Set when the log is closed or writing failed: appends become no-ops.
-    stopped: AtomicBool,
     failure: Mutex<Option<String>>,
     start: Instant,
     path: PathBuf,
@@ -184,12 +199,11 @@ impl Recorder {
         let writer = LogWriter::create(&cfg.path, &cfg.header, cfg.sync)?;
         let inner = Arc::new(Inner {
             gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
-            seq: AtomicU64::new(0),
+            hot: HotCounter { seq: AtomicU64::new(0), stopped: AtomicBool::new(false) },
             tables: Mutex::new(Tables::default()),
             slots: Mutex::new(Vec::new()),
             pool: Mutex::new(Vec::new()),
             signal: Signal { state: Mutex::new(SignalState::default()), flusher: Condvar::new(), appenders: Condvar::new() },
-            stopped: AtomicBool::new(false),
             failure: Mutex::new(None),
             start: Instant::now(),
             path: cfg.path.clone(),
@@ -209,7 +223,7 @@ impl Recorder {
     /// from it (`fetch_add(1)`) when each event happens, then hand the batch to
     /// [`Recorder::record_at`], so batching never reorders.
     pub fn seq_counter(&self) -> &AtomicU64 {
-        &self.inner.seq
+        &self.inner.hot.seq
     }
 
     /// Id of `text` in the log's string table (kinds, sites, names). Takes a lock: front ends
@@ -221,7 +235,7 @@ impl Recorder {
     /// Records one event now; returns its sequence number.
     #[inline]
     pub fn record(&self, kind: u32, site: u32, digest: Option<u64>, payload: PayloadRef<'_>) -> u64 {
-        let seq = self.inner.seq.fetch_add(1, Ordering::Relaxed);
+        let seq = self.inner.hot.seq.fetch_add(1, Ordering::Relaxed);
         self.record_at(seq, kind, site, digest, payload);
         seq
     }
@@ -230,7 +244,7 @@ impl Recorder {
     /// by this same thread (numbers of one thread must be recorded in increasing order).
     #[inline]
     pub fn record_at(&self, seq: u64, kind: u32, site: u32, digest: Option<u64>, payload: PayloadRef<'_>) {
-        if self.inner.stopped.load(Ordering::Relaxed) {
+        if self.inner.hot.stopped.load(Ordering::Relaxed) {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -374,7 +388,7 @@ impl Recorder {
         // Back-pressure keeps memory bounded. The wait has a bound too: a flusher that is
         // stuck (a hung disk) must not hang the host program, so after it the append goes on.
         let deadline = Instant::now() + Duration::from_secs(5);
-        while st.pending > MAX_PENDING && !self.inner.stopped.load(Ordering::Relaxed) {
+        while st.pending > MAX_PENDING && !self.inner.hot.stopped.load(Ordering::Relaxed) {
             let now = Instant::now();
             if now >= deadline {
                 break;
@@ -390,7 +404,7 @@ impl Recorder {
         st.flush_requests += 1;
         let want = st.flush_requests;
         sig.flusher.notify_one();
-        while st.flush_done < want && !self.inner.stopped.load(Ordering::Relaxed) {
+        while st.flush_done < want && !self.inner.hot.stopped.load(Ordering::Relaxed) {
             st = sig.appenders.wait_timeout(st, Duration::from_millis(100)).unwrap().0;
         }
     }
@@ -485,7 +499,11 @@ impl Flusher {
     }
 
     /// One round: collect, then write. Returns the number of full chunks it consumed.
-    fn round(&mut self) -> Result<usize, String> {
+    ///
+    /// `live` also takes the published part of each thread's current chunk; rounds woken
+    /// only because chunks filled leave current chunks alone, so the flusher does not read
+    /// cache lines the appending threads are writing at that moment.
+    fn round(&mut self, live: bool) -> Result<usize, String> {
         let slots: Vec<Arc<Slot>> = self.inner.slots.lock().unwrap().clone();
         let mut consumed = 0;
         let mut dead = Vec::new();
@@ -502,7 +520,9 @@ impl Flusher {
                 self.recycle(c);
                 self.write_if_big()?;
             }
-            self.take_chunk(&cur);
+            if live || is_dead {
+                self.take_chunk(&cur);
+            }
             if is_dead {
                 dead.push(slot.clone());
             }
@@ -524,7 +544,7 @@ impl Flusher {
             *m.taken.get_mut() = 0;
             m.records.get_mut().unwrap().clear();
             let mut pool = self.inner.pool.lock().unwrap();
-            if pool.len() < 8 {
+            if pool.len() < 16 {
                 pool.push(c);
             }
         }
@@ -549,7 +569,7 @@ impl Flusher {
             return Ok(());
         }
         let mono = self.inner.start.elapsed().as_nanos() as u64;
-        let seq = self.inner.seq.load(Ordering::Relaxed);
+        let seq = self.inner.hot.seq.load(Ordering::Relaxed);
         self.batch.marks.push((seq, mono));
         let r = self.writer.write_batch(&self.batch).map_err(|e| format!("cannot write {}: {e}", self.inner.path.display()));
         self.batch = BatchBuilder::default();
@@ -565,24 +585,31 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
     let fail = |e: String, inner: &Inner| {
         eprintln!("replay: {e}; recording stopped, the program runs on");
         *inner.failure.lock().unwrap() = Some(e.clone());
-        inner.stopped.store(true, Ordering::Relaxed);
+        inner.hot.stopped.store(true, Ordering::Relaxed);
         let _st = inner.signal.state.lock().unwrap();
         inner.signal.appenders.notify_all();
         e
     };
+    let mut last_live = Instant::now();
     loop {
-        let (closing, requests) = {
+        let (closing, requests, requested) = {
             let mut st = sig.state.lock().unwrap();
             if st.pending == 0 && !st.closing && st.flush_requests == st.flush_done {
-                st = sig.flusher.wait_timeout(st, inner.flush_every).unwrap().0;
+                let wait = inner.flush_every.saturating_sub(last_live.elapsed());
+                st = sig.flusher.wait_timeout(st, wait).unwrap().0;
             }
-            (st.closing, st.flush_requests)
+            (st.closing, st.flush_requests, st.flush_requests != st.flush_done)
         };
         if closing {
             // Stop appends first so that the final round sees everything there will be.
-            inner.stopped.store(true, Ordering::Relaxed);
+            inner.hot.stopped.store(true, Ordering::Relaxed);
         }
-        let consumed = match f.round() {
+        // Everything published reaches the disk at least once per flush interval.
+        let live = closing || requested || last_live.elapsed() >= inner.flush_every;
+        if live {
+            last_live = Instant::now();
+        }
+        let consumed = match f.round(live) {
             Ok(n) => n,
             Err(e) => return Err(fail(e, &inner)),
         };
