@@ -269,7 +269,9 @@ impl Recorder {
             d => d,
         };
         let dlen = data.map_or(0, |d| d.len());
-        LOCAL.with(|l| {
+        // try_with: a C thread's own TLS destructors may still make calls after ours ran;
+        // such an event is dropped (and counted), never a panic across the FFI boundary.
+        let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
             if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
                 *l = Some(self.new_local(None));
@@ -308,6 +310,9 @@ impl Recorder {
             local.data_len += dlen;
             c.committed.store(i + 1, Ordering::Release);
         });
+        if r.is_err() {
+            self.inner.dropped.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     fn new_local(&self, name: Option<&str>) -> Local {
@@ -325,13 +330,13 @@ impl Recorder {
     }
 
     fn register(&self, name: Option<&str>) {
-        LOCAL.with(|l| *l.borrow_mut() = Some(self.new_local(name)));
+        let _ = LOCAL.try_with(|l| *l.borrow_mut() = Some(self.new_local(name)));
     }
 
     /// Gives the calling thread a stable name. Before its first event this makes it a new
     /// logical thread with that name; afterwards it renames the thread in the log.
     pub fn name_thread(&self, name: &str) {
-        LOCAL.with(|l| {
+        let _ = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
             match l.as_ref() {
                 Some(x) if x.gen == self.inner.gen => {
@@ -346,14 +351,17 @@ impl Recorder {
     }
 
     /// Logical id of the calling thread (registering it if new).
-    pub fn thread_id(&self) -> u32 {
-        LOCAL.with(|l| {
-            let mut l = l.borrow_mut();
-            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                *l = Some(self.new_local(None));
-            }
-            l.as_ref().unwrap().thread
-        })
+    pub fn thread_id(&self) -> Option<u32> {
+        LOCAL
+            .try_with(|l| {
+                let mut l = l.borrow_mut();
+                if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                    *l = Some(self.new_local(None));
+                }
+                l.as_ref().map(|x| x.thread)
+            })
+            .ok()
+            .flatten()
     }
 
     #[cold]

@@ -270,7 +270,7 @@ impl Replayer {
     /// Names the calling thread; before its first call this picks the recorded thread of
     /// that name. Names should be unique; repeated names are matched in order of naming.
     pub fn name_thread(&self, name: &str) {
-        LOCAL.with(|l| {
+        let _ = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
             let fresh = l.as_ref().is_none_or(|x| x.gen != self.inner.gen);
             if fresh {
@@ -295,7 +295,7 @@ impl Replayer {
     /// now (`kind`, `site` and `digest` are live string ids and the input digest). In strict
     /// mode this waits for the thread's turn.
     pub fn next(&self, kind: u32, site: u32, digest: Option<u64>) -> Result<Event, Box<Divergence>> {
-        LOCAL.with(|l| {
+        let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
             if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
                 *l = Some(self.bind(None, ""));
@@ -323,6 +323,12 @@ impl Replayer {
                 let seq = ev.seq;
                 Err(self.divergence(DivergenceKind::Mismatch, local, Some(ev), actual).with_seq(seq))
             }
+        });
+        // A call from a thread whose thread-locals are already destroyed (exit of a thread)
+        // cannot be matched to the recording: report it as a call with no events left.
+        r.unwrap_or_else(|_| {
+            let tmp = Local { gen: 0, thread: u32::MAX, queue: None, batch: Vec::new(), pos: 0, name: "exiting thread".into() };
+            Err(self.divergence(DivergenceKind::Exhausted { recorded: 0 }, &tmp, None, Actual { kind, site, digest, context: None }))
         })
     }
 
@@ -478,9 +484,10 @@ impl Replayer {
         if consumed >= total {
             return Ok(());
         }
-        let local = LOCAL.with(|l| {
-            l.borrow().as_ref().filter(|x| x.gen == self.inner.gen).map(|x| (x.thread, x.name.clone()))
-        });
+        let local = LOCAL
+            .try_with(|l| l.borrow().as_ref().filter(|x| x.gen == self.inner.gen).map(|x| (x.thread, x.name.clone())))
+            .ok()
+            .flatten();
         let (thread, name) = local.unwrap_or((0, "main".into()));
         let tmp = Local { gen: 0, thread, queue: None, batch: Vec::new(), pos: 0, name };
         let cursor = self.inner.cursor.load(Ordering::Acquire);
