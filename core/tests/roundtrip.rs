@@ -47,3 +47,32 @@ fn record_read_replay_single_thread() {
     assert_eq!(e.payload, Payload::Ret { ret: 5, errno: 0, data: Some(b"hello".to_vec()) });
     rp.finish().unwrap();
 }
+
+#[test]
+fn log_is_private_and_idle_threads_reach_disk_within_the_flush_interval() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("idle.replay");
+    let r = rec(&p); // flush interval 20 ms
+    assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+    let k = r.intern("v");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..5u64 {
+                r.record(k, 0, None, PayloadRef::Uint(i));
+            }
+            // This thread now idles: its five events sit in a partly filled chunk.
+            std::thread::sleep(Duration::from_millis(400));
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        // Read the file as a crashed recorder would leave it: no trailer yet.
+        let mut rd = LogReader::open(&p).unwrap();
+        let mut n = 0;
+        while let Some(b) = rd.next_batch().unwrap() {
+            n += b.runs.iter().map(|r| r.events.len()).sum::<usize>();
+        }
+        assert_eq!(n, 5, "events of an idle thread were not flushed by time");
+        assert!(matches!(rd.end(), Some(End::Cut { .. })));
+    });
+    r.finish().unwrap();
+}
