@@ -1,0 +1,202 @@
+package java.lang;
+
+import jdk.internal.misc.InnocuousThread;
+import jdk.internal.misc.Unsafe;
+import jdk.internal.misc.VM;
+
+/**
+ * Where the replay agent (libreplay.so) sends calls of System.nanoTime, System.currentTimeMillis
+ * and VM.getNanoTimeAdjustment: it rewrites those Methodrefs in every class's constant pool to
+ * this class, which has the same names and descriptors.
+ *
+ * The agent defines this class into the boot loader at VMStart from bytes it carries, so:
+ * it is one class (a nested, anonymous or lambda class could not be found by the boot loader),
+ * it has no static initializer (it may first run while the JDK is still starting; the agent
+ * calls {@link #init} at VMInit) and it uses no string concatenation (invokedynamic).
+ *
+ * Record: each event takes its sequence number from the core's global counter when it happens
+ * (an atomic add on the counter's native memory), so batching never reorders events across
+ * threads; the (sequence, kind) and value go into a per-thread long[] that crosses into native
+ * once per batch. Replay: each call asks native for its recorded value, because in strict
+ * order a call may have to wait for other threads' calls; fetching ahead could deadlock.
+ */
+public final class ReplayHooks {
+    private static final int K_NANO = 0;
+    private static final int K_MILLIS = 1;
+    private static final int K_ADJUST = 2;
+
+    /** 0: pass through; 1: record; 2: replay. Volatile: init publishes the fields below. */
+    private static volatile int mode;
+    private static long seqAddr;
+    private static Unsafe unsafe;
+    private static ThreadLocal<Object[]> buffers;
+    /**
+     * The last thread's {thread, buffer} pair: a hot loop on one thread finds its buffer with
+     * one compare instead of a ThreadLocal lookup (measured: ThreadLocal.get was most of the
+     * hook's cost). Each pair is built by its own thread and never changed, so a thread that
+     * sees its own Thread in p[0] also sees its p[1]; any other pair fails the compare.
+     */
+    private static Object[] last;
+    /** The buffer of threads whose calls are not events (JDK service threads). */
+    private static long[] skip;
+    private static int capacity;
+
+    private ReplayHooks() {}
+
+    public static long nanoTime() {
+        long v = System.nanoTime();
+        int m = mode;
+        return m == 0 ? v : event(m, K_NANO, v);
+    }
+
+    public static long currentTimeMillis() {
+        long v = System.currentTimeMillis();
+        int m = mode;
+        return m == 0 ? v : event(m, K_MILLIS, v);
+    }
+
+    public static long getNanoTimeAdjustment(long offset) {
+        long v = VM.getNanoTimeAdjustment(offset);
+        int m = mode;
+        if (m == 0) {
+            return v;
+        }
+        long[] b = buffer();
+        if (b == null) {
+            return v;
+        }
+        if (m == 1) {
+            // Rare (Instant.now, Clock), and it carries an input: recorded directly, after
+            // this thread's buffered events so its events stay in sequence order.
+            int n = (int) b[0];
+            if (n > 1) {
+                flush0(b, n);
+                b[0] = 1;
+            }
+            record0(K_ADJUST, v, offset);
+            return v;
+        }
+        return replay0(K_ADJUST, v, offset);
+    }
+
+    private static long event(int m, int kind, long v) {
+        long[] b = buffer();
+        if (b == null) {
+            return v;
+        }
+        if (m == 1) {
+            if (b.length == 1) {
+                record0(kind, v, 0L); // an unbuffered (daemon) thread
+                return v;
+            }
+            int n = (int) b[0];
+            b[n] = (unsafe.getAndAddLong(null, seqAddr, 1L) << 2) | kind;
+            b[n + 1] = v;
+            n += 2;
+            if (n == b.length) {
+                flush0(b, n);
+                n = 1;
+            }
+            b[0] = n;
+            return v;
+        }
+        return replay0(kind, v, 0L);
+    }
+
+    /** This thread's buffer (b[0] is the next free index), or null if its calls are not events. */
+    private static long[] buffer() {
+        Thread t = Thread.currentThread();
+        Object[] p = last;
+        if (p == null || p[0] != t) {
+            ThreadLocal<Object[]> tl = buffers;
+            if (tl == null) {
+                return null;
+            }
+            p = tl.get();
+            if (p == null) {
+                p = attach(tl, t);
+            }
+            last = p;
+        }
+        long[] b = (long[]) p[1];
+        return b == skip ? null : b;
+    }
+
+    private static Object[] attach(ThreadLocal<Object[]> tl, Thread t) {
+        long[] b;
+        if (isService(t)) {
+            b = skip;
+        } else {
+            // Only non-daemon threads buffer: each flushes at its ThreadEnd, which the VM
+            // waits for. A daemon thread may still be running (or blocked) at VMDeath, when
+            // its buffer could not be handed to the core as its own, so it records each call.
+            b = new long[mode == 1 && !t.isDaemon() ? 1 + 2 * capacity : 1];
+            b[0] = 1;
+            // Names make logical threads stable across runs (creation order names them).
+            attach0(t.getName(), b);
+        }
+        Object[] p = new Object[] {t, b};
+        tl.set(p);
+        return p;
+    }
+
+    /**
+     * JDK service threads (Reference Handler, Finalizer, Signal Dispatcher, Common-Cleaner,
+     * Attach Listener, ...) read the clock when timing says so, not when the program does:
+     * their calls are never events, so they can never make replay diverge.
+     */
+    private static boolean isService(Thread t) {
+        if (t instanceof InnocuousThread) {
+            return true;
+        }
+        ThreadGroup g = t.getThreadGroup();
+        if (g == null || g.getParent() == null) {
+            return true; // the system group holds the JDK's own threads
+        }
+        String n = t.getName();
+        return n.equals("Reference Handler") || n.equals("Finalizer") || n.equals("Signal Dispatcher")
+            || n.equals("Common-Cleaner") || n.equals("Attach Listener") || n.equals("Notification Thread");
+    }
+
+    /** Called by the agent at VMInit, once the already-loaded classes are hooked. */
+    private static void init(int m, long addr, int cap) {
+        unsafe = Unsafe.getUnsafe();
+        buffers = new ThreadLocal<>();
+        skip = new long[1];
+        capacity = cap;
+        seqAddr = addr;
+        mode = m;
+    }
+
+    /** Called by the agent when it stops (VMDeath) or disables itself: calls run live. */
+    private static void stop() {
+        mode = 0;
+    }
+
+    /** The calling Java stack, for divergence reports. */
+    private static String stack() {
+        StackTraceElement[] st = new Throwable().getStackTrace();
+        StringBuilder sb = new StringBuilder();
+        int shown = 0;
+        for (StackTraceElement e : st) {
+            if (e.getClassName().equals("java.lang.ReplayHooks")) {
+                continue;
+            }
+            if (shown == 20) {
+                sb.append("    ...\n");
+                break;
+            }
+            sb.append("    at ").append(e.toString()).append('\n');
+            shown++;
+        }
+        return sb.toString();
+    }
+
+    private static native void attach0(String name, long[] buffer);
+
+    private static native void flush0(long[] buffer, int end);
+
+    private static native void record0(int kind, long value, long arg);
+
+    private static native long replay0(int kind, long live, long arg);
+}

@@ -1,0 +1,371 @@
+//! Constant-pool rewriting: redirect `System.nanoTime()J`, `System.currentTimeMillis()J` and
+//! `jdk.internal.misc.VM.getNanoTimeAdjustment(J)J` to the hook class.
+//!
+//! Why the constant pool and not the bytecode: the hook has the same names and descriptors,
+//! so changing only those Methodrefs' `class_index` (to a Class entry appended at the end of
+//! the pool) redirects every `invokestatic` and every `MethodHandle` constant that names them,
+//! with no change to code lengths, offsets or StackMapTables. C1/C2 compile the call to the
+//! hook like any other call, so JIT-hot code stays hooked (rebinding the native method would
+//! not: the JIT intrinsifies the original).
+//!
+//! The parser never trusts its input: every read is bounds-checked and any problem is an
+//! `Err`, on which the caller leaves the class unchanged.
+
+/// The methods redirected to the hook class: (class, name, descriptor).
+pub const TARGETS: &[(&str, &str, &str)] = &[
+    ("java/lang/System", "nanoTime", "()J"),
+    ("java/lang/System", "currentTimeMillis", "()J"),
+    ("jdk/internal/misc/VM", "getNanoTimeAdjustment", "(J)J"),
+];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseError {
+    Truncated(usize),
+    BadMagic,
+    BadTag { index: u16, tag: u8 },
+    BadIndex { index: u16 },
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParseError::Truncated(at) => write!(f, "class file truncated at byte {at}"),
+            ParseError::BadMagic => write!(f, "not a class file (bad magic)"),
+            ParseError::BadTag { index, tag } => {
+                write!(f, "constant pool entry {index} has unknown tag {tag}")
+            }
+            ParseError::BadIndex { index } => {
+                write!(f, "constant pool reference to invalid entry {index}")
+            }
+        }
+    }
+}
+
+const UTF8: u8 = 1;
+const CLASS: u8 = 7;
+const METHODREF: u8 = 10;
+const NAME_AND_TYPE: u8 = 12;
+
+#[derive(Clone, Copy, Default)]
+struct Entry {
+    tag: u8,
+    /// Offset of the entry's tag byte in the scanned bytes.
+    off: usize,
+}
+
+fn u16_at(b: &[u8], at: usize) -> Result<u16, ParseError> {
+    match b.get(at..at + 2) {
+        Some(s) => Ok(u16::from_be_bytes([s[0], s[1]])),
+        None => Err(ParseError::Truncated(at)),
+    }
+}
+
+/// A parsed constant pool: entries by index (1-based; 0 and the second slots of
+/// Long/Double are empty) and where the pool ends.
+struct Pool<'a> {
+    bytes: &'a [u8],
+    entries: Vec<Entry>,
+    end: usize,
+}
+
+impl<'a> Pool<'a> {
+    /// Parses `count - 1` entries starting at `start` in `bytes`.
+    fn parse(bytes: &'a [u8], start: usize, count: u16) -> Result<Pool<'a>, ParseError> {
+        let mut entries = vec![Entry::default(); count as usize];
+        let mut p = start;
+        let mut i: u16 = 1;
+        while i < count {
+            let tag = *bytes.get(p).ok_or(ParseError::Truncated(p))?;
+            entries[i as usize] = Entry { tag, off: p };
+            let size = match tag {
+                UTF8 => 3 + u16_at(bytes, p + 1)? as usize,
+                3 | 4 => 5,                // Integer, Float
+                5 | 6 => 9,                // Long, Double: take two slots
+                7 | 8 | 16 | 19 | 20 => 3, // Class, String, MethodType, Module, Package
+                9..=12 | 17 | 18 => 5, // Field/Method/InterfaceMethodref, NameAndType, (Invoke)Dynamic
+                15 => 4,               // MethodHandle
+                _ => return Err(ParseError::BadTag { index: i, tag }),
+            };
+            if bytes.len() < p + size {
+                return Err(ParseError::Truncated(bytes.len()));
+            }
+            p += size;
+            i += if tag == 5 || tag == 6 { 2 } else { 1 };
+        }
+        if i != count {
+            // A Long/Double in the last slot claims a slot past the end.
+            return Err(ParseError::BadIndex { index: i });
+        }
+        Ok(Pool {
+            bytes,
+            entries,
+            end: p,
+        })
+    }
+
+    fn entry(&self, index: u16, tag: u8) -> Result<Entry, ParseError> {
+        match self.entries.get(index as usize) {
+            Some(e) if e.tag == tag && index != 0 => Ok(*e),
+            _ => Err(ParseError::BadIndex { index }),
+        }
+    }
+
+    fn utf8(&self, index: u16) -> Result<&'a [u8], ParseError> {
+        let e = self.entry(index, UTF8)?;
+        let len = u16_at(self.bytes, e.off + 1)? as usize;
+        // Bounds were checked by `parse`.
+        Ok(&self.bytes[e.off + 3..e.off + 3 + len])
+    }
+
+    fn ref_at(&self, e: Entry, field: usize) -> Result<u16, ParseError> {
+        u16_at(self.bytes, e.off + 1 + 2 * field)
+    }
+
+    /// Offsets (into `bytes`) of the `class_index` fields of Methodrefs naming a target.
+    fn target_refs(&self) -> Result<Vec<usize>, ParseError> {
+        let mut out = Vec::new();
+        for e in &self.entries {
+            if e.tag != METHODREF {
+                continue;
+            }
+            let class = self.entry(self.ref_at(*e, 0)?, CLASS)?;
+            let nat = self.entry(self.ref_at(*e, 1)?, NAME_AND_TYPE)?;
+            let class_name = self.utf8(self.ref_at(class, 0)?)?;
+            // Cheap reject first: almost no Methodref names one of two classes.
+            if !TARGETS.iter().any(|t| t.0.as_bytes() == class_name) {
+                continue;
+            }
+            let name = self.utf8(self.ref_at(nat, 0)?)?;
+            let desc = self.utf8(self.ref_at(nat, 1)?)?;
+            if TARGETS.iter().any(|t| {
+                t.0.as_bytes() == class_name && t.1.as_bytes() == name && t.2.as_bytes() == desc
+            }) {
+                out.push(e.off + 1);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Whether a constant pool (as JVMTI `GetConstantPool` returns it: `count` and the entries'
+/// bytes) references a target method; used to pick loaded classes to retransform.
+pub fn pool_references_targets(count: u16, pool: &[u8]) -> Result<bool, ParseError> {
+    let p = Pool::parse(pool, 0, count)?;
+    Ok(!p.target_refs()?.is_empty())
+}
+
+/// Rewrites a class file so that calls of the target methods go to `hook_class` (an
+/// internal name like `java/lang/ReplayHooks`). `Ok(None)`: nothing to change, or the pool
+/// is too full to append two entries.
+pub fn rewrite(class: &[u8], hook_class: &str) -> Result<Option<Vec<u8>>, ParseError> {
+    if class.len() < 10 {
+        return Err(ParseError::Truncated(class.len()));
+    }
+    if class[0..4] != [0xCA, 0xFE, 0xBA, 0xBE] {
+        return Err(ParseError::BadMagic);
+    }
+    let count = u16_at(class, 8)?;
+    let pool = Pool::parse(class, 10, count)?;
+    let refs = pool.target_refs()?;
+    if refs.is_empty() {
+        return Ok(None);
+    }
+    let Some(new_count) = count.checked_add(2) else {
+        return Ok(None);
+    };
+    let utf8_index = count;
+    let class_index = count + 1;
+    let name = hook_class.as_bytes();
+    let mut out = Vec::with_capacity(class.len() + name.len() + 6);
+    out.extend_from_slice(&class[..pool.end]);
+    out[8..10].copy_from_slice(&new_count.to_be_bytes());
+    for at in refs {
+        out[at..at + 2].copy_from_slice(&class_index.to_be_bytes());
+    }
+    out.push(UTF8);
+    out.extend_from_slice(&(name.len() as u16).to_be_bytes());
+    out.extend_from_slice(name);
+    out.push(CLASS);
+    out.extend_from_slice(&utf8_index.to_be_bytes());
+    out.extend_from_slice(&class[pool.end..]);
+    Ok(Some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Builds class files entry by entry for the tests.
+    #[derive(Default)]
+    struct Cp {
+        bytes: Vec<u8>,
+        next: u16,
+    }
+
+    impl Cp {
+        fn new() -> Cp {
+            Cp {
+                bytes: Vec::new(),
+                next: 1,
+            }
+        }
+        fn push(&mut self, tag: u8, body: &[u8], slots: u16) -> u16 {
+            self.bytes.push(tag);
+            self.bytes.extend_from_slice(body);
+            let i = self.next;
+            self.next += slots;
+            i
+        }
+        fn utf8(&mut self, s: &str) -> u16 {
+            let mut b = (s.len() as u16).to_be_bytes().to_vec();
+            b.extend_from_slice(s.as_bytes());
+            self.push(UTF8, &b, 1)
+        }
+        fn two(&mut self, tag: u8, a: u16, b: u16) -> u16 {
+            let mut v = a.to_be_bytes().to_vec();
+            v.extend_from_slice(&b.to_be_bytes());
+            self.push(tag, &v, 1)
+        }
+        fn class(&mut self, name: &str) -> u16 {
+            let n = self.utf8(name);
+            self.push(CLASS, &n.to_be_bytes(), 1)
+        }
+        fn method(&mut self, class: u16, name: &str, desc: &str) -> u16 {
+            let n = self.utf8(name);
+            let d = self.utf8(desc);
+            let nat = self.two(NAME_AND_TYPE, n, d);
+            self.two(METHODREF, class, nat)
+        }
+        fn class_file(&self, tail: &[u8]) -> Vec<u8> {
+            let mut v = vec![0xCA, 0xFE, 0xBA, 0xBE, 0, 0, 0, 61];
+            v.extend_from_slice(&self.next.to_be_bytes());
+            v.extend_from_slice(&self.bytes);
+            v.extend_from_slice(tail);
+            v
+        }
+    }
+
+    const TAIL: &[u8] = &[0, 0x21, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0];
+
+    fn sample() -> (Cp, u16, u16, u16, u16) {
+        let mut cp = Cp::new();
+        let sys = cp.class("java/lang/System");
+        let nano = cp.method(sys, "nanoTime", "()J");
+        cp.push(5, &[0; 8], 2); // a Long: two slots
+        let millis = cp.method(sys, "currentTimeMillis", "()J");
+        let other = cp.method(sys, "identityHashCode", "(Ljava/lang/Object;)I");
+        let vm = cp.class("jdk/internal/misc/VM");
+        cp.method(vm, "getNanoTimeAdjustment", "(J)J");
+        cp.push(15, &[6, 0, nano as u8], 1); // MethodHandle to nanoTime
+        (cp, sys, nano, millis, other)
+    }
+
+    fn reparse(b: &[u8]) -> (u16, Vec<Entry>) {
+        let count = u16_at(b, 8).unwrap();
+        let p = Pool::parse(b, 10, count).unwrap();
+        (count, p.entries)
+    }
+
+    #[test]
+    fn redirects_only_the_target_methodrefs() {
+        let (cp, sys, nano, millis, other) = sample();
+        let class = cp.class_file(TAIL);
+        let out = rewrite(&class, "java/lang/ReplayHooks")
+            .unwrap()
+            .expect("changed");
+        let (count, entries) = reparse(&out);
+        assert_eq!(count, cp.next + 2);
+        let hook = cp.next + 1;
+        let class_of = |i: u16| u16_at(&out, entries[i as usize].off + 1).unwrap();
+        assert_eq!(class_of(nano), hook);
+        assert_eq!(class_of(millis), hook);
+        assert_eq!(class_of(other), sys, "other System methods stay");
+        let p = Pool::parse(&out, 10, count).unwrap();
+        assert_eq!(
+            p.utf8(u16_at(&out, entries[hook as usize].off + 1).unwrap())
+                .unwrap(),
+            b"java/lang/ReplayHooks"
+        );
+        assert!(out.ends_with(TAIL), "the rest of the class is unchanged");
+        // Everything before the pool's end is the same except the patched indexes and count.
+        assert_eq!(
+            out.len(),
+            class.len() + 3 + "java/lang/ReplayHooks".len() + 3
+        );
+        // The rewritten class references no target any more.
+        assert!(p.target_refs().unwrap().is_empty());
+    }
+
+    #[test]
+    fn class_without_targets_is_left_alone() {
+        let mut cp = Cp::new();
+        let sys = cp.class("java/lang/System");
+        cp.method(sys, "nanoTime", "()I"); // other descriptor
+        let other = cp.class("com/example/Clock");
+        cp.method(other, "nanoTime", "()J"); // other class
+        assert_eq!(rewrite(&cp.class_file(TAIL), "H").unwrap(), None);
+    }
+
+    #[test]
+    fn pool_scan_matches_what_rewrite_changes() {
+        let (cp, ..) = sample();
+        assert!(pool_references_targets(cp.next, &cp.bytes).unwrap());
+        let mut plain = Cp::new();
+        plain.class("java/lang/Object");
+        assert!(!pool_references_targets(plain.next, &plain.bytes).unwrap());
+    }
+
+    #[test]
+    fn bad_input_is_an_error_never_a_panic() {
+        let (cp, ..) = sample();
+        let class = cp.class_file(TAIL);
+        // Every truncation.
+        for n in 0..class.len() {
+            let r = rewrite(&class[..n], "H");
+            assert!(
+                r.is_err() || n >= 10 + cp.bytes.len(),
+                "truncated at {n}: {r:?}"
+            );
+        }
+        // Every single-byte corruption, with a few values: must not panic.
+        for i in 0..class.len() {
+            for v in [0u8, 1, 5, 0x7f, 0xff] {
+                let mut c = class.clone();
+                c[i] = v;
+                let _ = rewrite(&c, "H");
+                let _ = pool_references_targets(cp.next, &c[10..]);
+            }
+        }
+        assert_eq!(rewrite(b"not a class", "H"), Err(ParseError::BadMagic));
+        let mut bad_tag = cp.class_file(TAIL);
+        bad_tag[10] = 99;
+        assert!(matches!(
+            rewrite(&bad_tag, "H"),
+            Err(ParseError::BadTag { index: 1, tag: 99 })
+        ));
+    }
+
+    #[test]
+    fn dangling_references_are_errors() {
+        let mut cp = Cp::new();
+        cp.two(METHODREF, 40, 41);
+        assert_eq!(
+            rewrite(&cp.class_file(TAIL), "H"),
+            Err(ParseError::BadIndex { index: 40 })
+        );
+        let mut cp = Cp::new();
+        cp.push(6, &[0; 8], 1); // a Double claiming one slot: its second slot runs past the end
+        assert!(rewrite(&cp.class_file(TAIL), "H").is_err());
+    }
+
+    #[test]
+    fn full_pool_is_left_alone() {
+        let mut cp = Cp::new();
+        let sys = cp.class("java/lang/System");
+        cp.method(sys, "nanoTime", "()J");
+        while cp.next < u16::MAX - 1 {
+            cp.push(3, &[0; 4], 1);
+        }
+        assert_eq!(rewrite(&cp.class_file(TAIL), "H").unwrap(), None);
+    }
+}

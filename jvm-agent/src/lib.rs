@@ -1,0 +1,643 @@
+//! The replay JVM agent: `java -agentpath:libreplay.so=record,log=app.replay ...` records the
+//! program's clock reads, `=replay,log=app.replay` gives them back and verifies the order.
+//!
+//! How the clocks are hooked (measured recipe: /work/shared/FINDINGS.md, "JVM"):
+//! - VMStart: the hook class `java.lang.ReplayHooks` (compiled by build.rs, carried in this
+//!   library) is defined into the boot loader, so it is part of java.base and callable from
+//!   every module. Its natives resolve to the `Java_java_lang_ReplayHooks_*` exports below.
+//! - ClassFileLoadHook: every class's Methodrefs to `System.nanoTime`, `currentTimeMillis` and
+//!   `VM.getNanoTimeAdjustment` are pointed at the hook class ([`classfile`]); JIT-compiled
+//!   code then calls the hook, which a native rebind could not achieve (C1/C2 intrinsify).
+//! - VMInit: classes loaded before the hook existed are retransformed, then the hooks are
+//!   switched on. Calls before that run live in record and replay alike, so they are never
+//!   events.
+//! - ThreadEnd / VMDeath: the Java-side buffers are flushed, the session is closed (replay
+//!   checks that every recorded event was used).
+//!
+//! Failure policy: a bad option or an unreadable replay log stops the JVM at start with one
+//! line (Agent_OnLoad returns non-zero); an unwritable record log or an internal error later
+//! prints one line and the program runs on un-hooked in record mode; in replay an internal
+//! error stops the program (it could only run on with wrong values).
+
+mod classfile;
+mod jvmti;
+
+use jni::objects::{GlobalRef, JClass, JLongArray, JObject, JString};
+use jni::sys::{jclass, jint, jlong, jlongArray, jobject, JNIEnv as RawJniEnv, JavaVM};
+use jni::JNIEnv;
+use jvmti::jthread;
+use jvmti::{Callbacks, Capabilities, Jvmti, RawEnv};
+use replay_core::guard::HookGuard;
+use replay_core::options::{Mode, Options};
+use replay_core::session::{Core, Replayed, Session};
+use replay_core::{Payload, PayloadRef};
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_char, c_uchar, c_void, CStr};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+const HOOK_CLASS: &str = "java/lang/ReplayHooks";
+static HOOK_BYTES: &[u8] = include_bytes!(env!("REPLAY_HOOKS_CLASS"));
+/// Events per Java-side batch: one native crossing per this many clock reads.
+const BATCH: jint = 1024;
+/// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST).
+const KINDS: [&str; 3] = [
+    "java.lang.System.nanoTime",
+    "java.lang.System.currentTimeMillis",
+    "jdk.internal.misc.VM.getNanoTimeAdjustment",
+];
+const K_ADJUST: usize = 2;
+const JNI_ERR: jint = -1;
+
+struct Agent {
+    jvmti: Jvmti,
+    core: Core,
+    kinds: [u32; 3],
+    /// The hook class, once defined at VMStart. Until then no class is rewritten.
+    hooks: OnceLock<GlobalRef>,
+    disabled: AtomicBool,
+    bad_payload: AtomicBool,
+}
+
+static AGENT: OnceLock<Agent> = OnceLock::new();
+
+thread_local! {
+    /// Whether this OS thread already gave the core its name (the main thread's OS thread
+    /// later runs `DestroyJavaVM`: it stays the logical thread it was).
+    static NAMED: Cell<bool> = const { Cell::new(false) };
+    /// JNI global reference to this thread's Java-side record buffer, for ThreadEnd/VMDeath.
+    static BUFFER: Cell<jobject> = const { Cell::new(std::ptr::null_mut()) };
+    static SCRATCH: RefCell<Vec<jlong>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Parses the agent's option string. Returns the options and a warning line per unknown key.
+pub fn parse_options(s: &str) -> Result<(Options, Vec<String>), String> {
+    let mut o = Options::default();
+    let unknown = o.parse_list(s).map_err(|e| e.to_string())?;
+    let mut warnings: Vec<String> = unknown
+        .into_iter()
+        .map(|(k, _)| format!("replay: unknown option '{k}' ignored (options: record|replay|off, log, policy, order, strict, relaxed, sync, flush, timeout)"))
+        .collect();
+    if o.mode == Mode::Off
+        && !s
+            .split(',')
+            .any(|i| matches!(i.trim().split('=').next(), Some("off" | "mode")))
+    {
+        warnings.push("replay: no mode given (record, replay or off): the agent is off".into());
+    }
+    Ok((o, warnings))
+}
+
+fn agent() -> Option<&'static Agent> {
+    AGENT.get().filter(|a| !a.disabled.load(Ordering::Relaxed))
+}
+
+/// Runs a callback body, turning a panic into "internal error" handling: never unwind into
+/// the JVM.
+fn guarded<R>(what: &str, fallback: R, f: impl FnOnce() -> R) -> R {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned());
+            internal_error(
+                None,
+                &format!("{what}: {}", msg.unwrap_or_else(|| "panic".into())),
+            );
+            fallback
+        }
+    }
+}
+
+/// One line on stderr, then: record switches the hooks off (the program runs on); replay
+/// stops the program, which could only go on with wrong values.
+fn internal_error(env: Option<&mut JNIEnv>, why: &str) {
+    let Some(a) = AGENT.get() else {
+        eprintln!("replay: internal error: {why}; the agent is disabled");
+        return;
+    };
+    if a.disabled.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if a.core.mode() == Mode::Replay {
+        eprintln!("replay: internal error: {why}; replay cannot go on");
+        std::process::exit(1);
+    }
+    eprintln!("replay: internal error: {why}; recording stopped, the program runs on");
+    if let (Some(env), Some(h)) = (env, a.hooks.get()) {
+        let _ = call_static(env, h, "stop", "()V");
+    }
+}
+
+fn call_static(env: &mut JNIEnv, class: &GlobalRef, name: &str, sig: &str) -> Result<(), String> {
+    let cls: &JClass = class.as_obj().into();
+    let r = env.call_static_method(cls, name, sig, &[]);
+    clear_exception(env);
+    r.map(|_| ())
+        .map_err(|e| format!("calling ReplayHooks.{name}: {e}"))
+}
+
+fn clear_exception(env: &mut JNIEnv) -> bool {
+    if env.exception_check().unwrap_or(false) {
+        let _ = env.exception_describe();
+        let _ = env.exception_clear();
+        return true;
+    }
+    false
+}
+
+/// # Safety
+/// Called by the JVM with its `JavaVM` and the option string after `=`.
+#[no_mangle]
+pub unsafe extern "C" fn Agent_OnLoad(
+    vm: *mut JavaVM,
+    options: *mut c_char,
+    _reserved: *mut c_void,
+) -> jint {
+    // Panics are reported by `guarded` as one line; the default hook would add a backtrace
+    // banner to the host's stderr.
+    std::panic::set_hook(Box::new(|_| {}));
+    guarded("Agent_OnLoad", JNI_ERR, || {
+        let text = if options.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(options).to_string_lossy().into_owned()
+        };
+        match on_load(vm, &text) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("replay: {e}");
+                JNI_ERR
+            }
+        }
+    })
+}
+
+unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
+    let (opts, warnings) = parse_options(text)?;
+    for w in warnings {
+        eprintln!("{w}");
+    }
+    if opts.mode == Mode::Off {
+        return Ok(()); // off: no environment, no capability, no hook
+    }
+    let replay = opts.mode == Mode::Replay;
+    let jvmti = Jvmti::from_vm(vm).map_err(|e| format!("{e}; this JVM has no JVMTI 11"))?;
+    let version = jvmti
+        .system_property(c"java.version")
+        .unwrap_or_else(|_| "unknown".into());
+    let core = match Core::start(opts, "jvm", &version, "java-%p.replay") {
+        Ok(Some(c)) => c,
+        Ok(None) => return Ok(()),
+        Err(e) if !replay => {
+            eprintln!("replay: {e}; recording is off, the program runs without it");
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    NAMED.with(|n| n.set(true)); // the core made this thread logical thread 0, "main"
+    let kinds = KINDS.map(|k| core.intern(k));
+    let agent = Agent {
+        jvmti,
+        core,
+        kinds,
+        hooks: OnceLock::new(),
+        disabled: AtomicBool::new(false),
+        bad_payload: AtomicBool::new(false),
+    };
+    if AGENT.set(agent).is_err() {
+        return Err("the agent was loaded twice".into());
+    }
+    let setup = || -> Result<(), jvmti::Error> {
+        let caps = Capabilities::default()
+            .with(Capabilities::CAN_RETRANSFORM_CLASSES)
+            .with(Capabilities::CAN_GENERATE_ALL_CLASS_HOOK_EVENTS)
+            .with(Capabilities::CAN_GET_CONSTANT_POOL);
+        jvmti.add_capabilities(&caps)?;
+        let mut cb = Callbacks::default();
+        cb.vm_start(on_vm_start);
+        cb.vm_init(on_vm_init);
+        cb.vm_death(on_vm_death);
+        cb.thread_end(on_thread_end);
+        cb.class_file_load_hook(on_class_file_load);
+        jvmti.set_event_callbacks(&cb)?;
+        for ev in [
+            jvmti::EV_VM_START,
+            jvmti::EV_VM_INIT,
+            jvmti::EV_VM_DEATH,
+            jvmti::EV_THREAD_END,
+            jvmti::EV_CLASS_FILE_LOAD_HOOK,
+        ] {
+            jvmti.enable_event(ev)?;
+        }
+        Ok(())
+    };
+    if let Err(e) = setup() {
+        if replay {
+            return Err(format!("cannot install the hooks: {e}"));
+        }
+        internal_error(None, &format!("cannot install the hooks: {e}"));
+    }
+    Ok(())
+}
+
+unsafe extern "C" fn on_vm_start(_jvmti: RawEnv, jni: *mut RawJniEnv) {
+    guarded("VMStart", (), || {
+        let Some(a) = agent() else { return };
+        let Ok(mut env) = JNIEnv::from_raw(jni) else {
+            return;
+        };
+        let defined = env.define_class(HOOK_CLASS, &JObject::null(), HOOK_BYTES);
+        let failed = clear_exception(&mut env);
+        match defined.and_then(|c| env.new_global_ref(c)) {
+            Ok(g) if !failed => {
+                let _ = a.hooks.set(g);
+            }
+            Ok(_) => internal_error(Some(&mut env), "defining the hook class threw"),
+            Err(e) => internal_error(
+                Some(&mut env),
+                &format!("cannot define the hook class: {e}"),
+            ),
+        }
+    })
+}
+
+unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jthread) {
+    guarded("VMInit", (), || {
+        let Some(a) = agent() else { return };
+        let Ok(mut env) = JNIEnv::from_raw(jni) else {
+            return;
+        };
+        let Some(hooks) = a.hooks.get() else { return };
+        if let Err(e) = hook_loaded_classes(a, &mut env) {
+            // Classes loaded from now on are still hooked; say what is missing.
+            eprintln!("replay: warning: {e}");
+        }
+        let (mode, seq) = match &a.core.session {
+            Session::Record(r) => (1, r.seq_counter().as_ptr() as jlong),
+            Session::Replay(_) => (2, 0),
+        };
+        let cls: &JClass = hooks.as_obj().into();
+        let args = [
+            jni::objects::JValue::Int(mode).as_jni(),
+            jni::objects::JValue::Long(seq).as_jni(),
+            jni::objects::JValue::Int(BATCH).as_jni(),
+        ];
+        let id = env.get_static_method_id(cls, "init", "(IJI)V");
+        let r = id.and_then(|id| {
+            env.call_static_method_unchecked(
+                cls,
+                id,
+                jni::signature::ReturnType::Primitive(jni::signature::Primitive::Void),
+                &args,
+            )
+        });
+        if clear_exception(&mut env) || r.is_err() {
+            internal_error(Some(&mut env), "cannot start the hook class");
+        }
+    })
+}
+
+/// Retransforms the classes loaded before the hook class existed whose constant pools name a
+/// hooked method (JDK 17: Thread, ClassLoader, ReferenceQueue, ...).
+fn hook_loaded_classes(a: &Agent, env: &mut JNIEnv) -> Result<(), String> {
+    let classes = a.jvmti.loaded_classes().map_err(|e| e.to_string())?;
+    let mut todo: Vec<jclass> = Vec::new();
+    for &c in &classes {
+        let wanted = a.jvmti.is_modifiable_class(c).unwrap_or(false)
+            && matches!(a.jvmti.constant_pool(c), Ok((n, pool)) if classfile::pool_references_targets(n, &pool) == Ok(true));
+        if wanted {
+            todo.push(c);
+        } else {
+            // SAFETY: a local reference GetLoadedClasses made in this frame, not used again.
+            let _ = env.delete_local_ref(unsafe { JObject::from_raw(c) });
+        }
+    }
+    if todo.is_empty() || a.jvmti.retransform_classes(&todo).is_ok() {
+        return Ok(());
+    }
+    // One bad class fails the batch: retry one by one and name the ones left out.
+    let mut missed = Vec::new();
+    for &c in &todo {
+        if let Err(e) = a.jvmti.retransform_classes(&[c]) {
+            missed.push(format!(
+                "{} ({})",
+                a.jvmti.class_signature(c).unwrap_or_default(),
+                e.code
+            ));
+        }
+    }
+    clear_exception(env);
+    if missed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "clock calls in {} already-loaded classes are not hooked: {}",
+            missed.len(),
+            missed.join(", ")
+        ))
+    }
+}
+
+unsafe extern "C" fn on_class_file_load(
+    _jvmti: RawEnv,
+    _jni: *mut RawJniEnv,
+    _redefined: jclass,
+    _loader: jobject,
+    name: *const c_char,
+    _domain: jobject,
+    len: jint,
+    data: *const c_uchar,
+    new_len: *mut jint,
+    new_data: *mut *mut c_uchar,
+) {
+    guarded("ClassFileLoadHook", (), || {
+        let Some(a) = AGENT.get() else { return };
+        // Only once the hook class exists may a class call it.
+        if a.hooks.get().is_none()
+            || data.is_null()
+            || len <= 0
+            || new_len.is_null()
+            || new_data.is_null()
+        {
+            return;
+        }
+        if !name.is_null() && CStr::from_ptr(name).to_bytes() == HOOK_CLASS.as_bytes() {
+            return;
+        }
+        let bytes = std::slice::from_raw_parts(data, len as usize);
+        // A class we cannot parse is left as it is: the JVM will judge it.
+        let Ok(Some(out)) = classfile::rewrite(bytes, HOOK_CLASS) else {
+            return;
+        };
+        match a.jvmti.allocate(out.len()) {
+            Ok(p) => {
+                std::ptr::copy_nonoverlapping(out.as_ptr(), p, out.len());
+                *new_len = out.len() as jint;
+                *new_data = p;
+            }
+            Err(e) => internal_error(None, &e.to_string()),
+        }
+    })
+}
+
+unsafe extern "C" fn on_thread_end(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jthread) {
+    guarded("ThreadEnd", (), || {
+        let Ok(mut env) = JNIEnv::from_raw(jni) else {
+            return;
+        };
+        flush_thread_buffer(&mut env);
+    })
+}
+
+unsafe extern "C" fn on_vm_death(_jvmti: RawEnv, jni: *mut RawJniEnv) {
+    guarded("VMDeath", (), || {
+        let Some(a) = AGENT.get() else { return };
+        if let (Ok(mut env), Some(h)) = (JNIEnv::from_raw(jni), a.hooks.get()) {
+            let _ = call_static(&mut env, h, "stop", "()V");
+            flush_thread_buffer(&mut env);
+        }
+        // Under the abort policy, events left over in replay exit here with the report.
+        if let Err(e) = a.core.shutdown() {
+            eprintln!("replay: {e}");
+        }
+    })
+}
+
+/// Records what is left in the calling thread's Java-side buffer and forgets the buffer.
+fn flush_thread_buffer(env: &mut JNIEnv) {
+    let buf = BUFFER.with(|b| b.replace(std::ptr::null_mut()));
+    if buf.is_null() {
+        return;
+    }
+    // SAFETY: `buf` is a live global reference to this thread's long[] (made in attach0).
+    let arr = unsafe { JLongArray::from_raw(buf as jlongArray) };
+    let mut head = [0 as jlong; 1];
+    if env.get_long_array_region(&arr, 0, &mut head).is_ok() && head[0] > 1 {
+        let end = head[0] as jint;
+        if let Some(a) = agent() {
+            record_from_array(a, env, &arr, end);
+        }
+        let _ = env.set_long_array_region(&arr, 0, &[1]);
+    }
+    clear_exception(env);
+    let raw = env.get_raw();
+    // SAFETY: deleting the global reference we own; `arr` is not used afterwards.
+    unsafe {
+        if let Some(del) = (**raw).DeleteGlobalRef {
+            del(raw, buf);
+        }
+    }
+}
+
+/// Hands events `[1, end)` of a Java buffer (pairs of `seq << 2 | kind`, value) to the core.
+fn record_from_array(a: &Agent, env: &mut JNIEnv, arr: &JLongArray, end: jint) {
+    let Session::Record(r) = &a.core.session else {
+        return;
+    };
+    if end <= 1 {
+        return;
+    }
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        s.resize((end - 1) as usize, 0);
+        if env.get_long_array_region(arr, 1, &mut s).is_err() {
+            clear_exception(env);
+            return;
+        }
+        for p in s.chunks_exact(2) {
+            let seq = (p[0] as u64) >> 2;
+            // Buffered kinds are nanoTime and currentTimeMillis only (0 and 1).
+            if let Some(&kind) = a.kinds.get((p[0] & 3) as usize) {
+                r.record_at(seq, kind, 0, None, PayloadRef::Int(p[1]));
+            }
+        }
+    });
+}
+
+fn adjust_digest(arg: jlong) -> u64 {
+    replay_core::digest(&[&arg.to_le_bytes()])
+}
+
+// ---- natives of java.lang.ReplayHooks -------------------------------------------------------
+
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_attach0<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    name: JString<'l>,
+    buf: JLongArray<'l>,
+) {
+    guarded("attach0", (), || {
+        let Some(a) = agent() else { return };
+        if !NAMED.with(|n| n.replace(true)) {
+            let name: String = env.get_string(&name).map(Into::into).unwrap_or_default();
+            a.core.name_thread(&name);
+        }
+        if a.core.mode() == Mode::Record {
+            let raw = env.get_raw();
+            // SAFETY: a valid env and local reference; the global reference is deleted by
+            // flush_thread_buffer at ThreadEnd or VMDeath.
+            let g = unsafe {
+                (**raw)
+                    .NewGlobalRef
+                    .map_or(std::ptr::null_mut(), |f| f(raw, buf.as_raw()))
+            };
+            let old = BUFFER.with(|b| b.replace(g));
+            if !old.is_null() {
+                // An earlier Java thread on this OS thread whose end we did not see: drop it.
+                // SAFETY: our own global reference.
+                unsafe {
+                    if let Some(del) = (**raw).DeleteGlobalRef {
+                        del(raw, old);
+                    }
+                }
+            }
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_flush0<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    buf: JLongArray<'l>,
+    end: jint,
+) {
+    guarded("flush0", (), || {
+        if let Some(a) = agent() {
+            record_from_array(a, &mut env, &buf, end);
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_record0<'l>(
+    _env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    kind: jint,
+    value: jlong,
+    arg: jlong,
+) {
+    guarded("record0", (), || {
+        let Some(a) = agent() else { return };
+        let k = kind as usize;
+        if k < KINDS.len() {
+            let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
+            a.core.record(a.kinds[k], 0, digest, PayloadRef::Int(value));
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_replay0<'l>(
+    env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    kind: jint,
+    live: jlong,
+    arg: jlong,
+) -> jlong {
+    guarded("replay0", live, || {
+        let Some(a) = agent() else { return live };
+        let k = kind as usize;
+        if k >= KINDS.len() {
+            return live;
+        }
+        // The stack helper runs Java: its own clock reads (if any) are not events.
+        let Some(_inside) = HookGuard::enter() else {
+            return live;
+        };
+        let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
+        let env = RefCell::new(env);
+        let stack = || -> Option<String> {
+            let mut env = env.borrow_mut();
+            let h = a.hooks.get()?;
+            let cls: &JClass = h.as_obj().into();
+            let r = env.call_static_method(cls, "stack", "()Ljava/lang/String;", &[]);
+            if clear_exception(&mut env) {
+                return None;
+            }
+            let s = JString::from(r.ok()?.l().ok()?);
+            let text: String = env.get_string(&s).ok()?.into();
+            Some(format!("Java stack:\n{}", text.trim_end()))
+        };
+        match a.core.replay(a.kinds[k], 0, digest, &stack) {
+            Replayed::Event(e) => match e.payload {
+                Payload::Int { value } => value,
+                other => {
+                    if !a.bad_payload.swap(true, Ordering::Relaxed) {
+                        eprintln!(
+                            "replay: event {} ({}) holds {} instead of a time; the live value is used",
+                            e.seq,
+                            KINDS[k],
+                            other.summary()
+                        );
+                    }
+                    live
+                }
+            },
+            Replayed::Live => live,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use replay_core::options::{Order, Policy};
+
+    #[test]
+    fn agent_options() {
+        let (o, w) = parse_options("record,log=/tmp/x-%p.replay,policy=warn-live,relaxed").unwrap();
+        assert_eq!(o.mode, Mode::Record);
+        assert_eq!(o.log.as_deref(), Some("/tmp/x-%p.replay"));
+        assert_eq!(o.policy, Policy::WarnLive);
+        assert_eq!(o.order, Order::Relaxed);
+        assert!(w.is_empty(), "{w:?}");
+    }
+
+    #[test]
+    fn unknown_keys_warn_and_bad_values_fail() {
+        let (o, w) = parse_options("replay,log=a.replay,colour=red").unwrap();
+        assert_eq!(o.mode, Mode::Replay);
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].starts_with("replay: unknown option 'colour' ignored"),
+            "{}",
+            w[0]
+        );
+        let e = parse_options("record,timeout=soon").unwrap_err();
+        assert_eq!(
+            e,
+            "bad value 'soon' for option 'timeout': expected a duration such as 100ms or 10s"
+        );
+        assert!(parse_options("mode=fast").is_err());
+    }
+
+    #[test]
+    fn no_mode_means_off_with_a_warning_but_explicit_off_is_silent() {
+        let (o, w) = parse_options("").unwrap();
+        assert_eq!(o.mode, Mode::Off);
+        assert_eq!(
+            w,
+            vec!["replay: no mode given (record, replay or off): the agent is off".to_string()]
+        );
+        let (o, w) = parse_options("off").unwrap();
+        assert_eq!(o.mode, Mode::Off);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn hook_class_is_embedded_and_is_one_we_would_not_rewrite() {
+        assert_eq!(&HOOK_BYTES[..4], &[0xCA, 0xFE, 0xBA, 0xBE]);
+        // Version 61: loadable by JDK 17 and later.
+        assert_eq!(u16::from_be_bytes([HOOK_BYTES[6], HOOK_BYTES[7]]), 61);
+        // It calls the real clocks; the agent skips it by name, and it must parse.
+        assert!(classfile::rewrite(HOOK_BYTES, HOOK_CLASS)
+            .unwrap()
+            .is_some());
+    }
+}

@@ -1,0 +1,578 @@
+//! The JVM agent against real JVMs: every JDK present (17 and 25 here) runs the programs of
+//! tests/java under `-agentpath:target/release/libreplay.so=...`.
+//!
+//! Needs `cargo build --release -p replay-jvm` (the workspace build) first: the agent is a
+//! cdylib that tests cannot depend on.
+
+use replay_core::LogReader;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const JDK_HOMES: &[&str] = &[
+    "/usr/lib/jvm/java-17-openjdk-amd64",
+    "/usr/lib/jvm/temurin-25-jdk-amd64",
+];
+
+struct Jdk {
+    home: PathBuf,
+    /// The test programs compiled by this JDK's javac.
+    classes: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+fn agent() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("target"));
+    let so = target.join("release/libreplay.so");
+    assert!(
+        so.is_file(),
+        "{} is missing: run `cargo build --release -p replay-jvm` first",
+        so.display()
+    );
+    so
+}
+
+fn jdks() -> &'static [Jdk] {
+    static JDKS: OnceLock<Vec<Jdk>> = OnceLock::new();
+    JDKS.get_or_init(|| {
+        let v: Vec<Jdk> = JDK_HOMES
+            .iter()
+            .map(PathBuf::from)
+            .filter(|h| h.join("bin/javac").is_file())
+            .map(|home| {
+                let dir = tempfile::tempdir().unwrap();
+                let classes = dir.path().join("classes");
+                let sources: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/java"))
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "java"))
+                    .collect();
+                let out = Command::new(home.join("bin/javac"))
+                    .arg("-d")
+                    .arg(&classes)
+                    .args(&sources)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "javac failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                Jdk {
+                    home,
+                    classes,
+                    _dir: dir,
+                }
+            })
+            .collect();
+        assert!(!v.is_empty(), "no JDK found in {JDK_HOMES:?}");
+        v
+    })
+}
+
+fn name(jdk: &Jdk) -> String {
+    jdk.home.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// Runs `java [jvm_args] -agentpath:libreplay.so=<opts> -cp classes <main> [args]` in `cwd`.
+fn java(
+    jdk: &Jdk,
+    cwd: &Path,
+    jvm_args: &[&str],
+    opts: Option<&str>,
+    main: &str,
+    args: &[&str],
+) -> Output {
+    let mut c = Command::new(jdk.home.join("bin/java"));
+    c.current_dir(cwd).args(jvm_args);
+    if let Some(o) = opts {
+        c.arg(format!("-agentpath:{}={o}", agent().display()));
+    }
+    c.arg("-cp").arg(&jdk.classes).arg(main).args(args);
+    c.env_remove("JAVA_TOOL_OPTIONS")
+        .env_remove("JDK_JAVA_OPTIONS");
+    c.output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(o: &Output, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what}: {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    text(&o.stdout)
+}
+
+/// Events in a log by kind name, and the thread names it lists.
+fn log_summary(path: &Path) -> (HashMap<String, u64>, Vec<String>) {
+    let mut r = LogReader::open(path).unwrap();
+    let mut kinds: Vec<(u32, u64)> = Vec::new();
+    while let Some(b) = r.next_batch().unwrap() {
+        for run in b.runs {
+            for e in run.events {
+                match kinds.iter_mut().find(|(k, _)| *k == e.kind) {
+                    Some(x) => x.1 += 1,
+                    None => kinds.push((e.kind, 1)),
+                }
+            }
+        }
+    }
+    assert!(
+        matches!(r.end(), Some(replay_core::End::Complete(_))),
+        "log not closed cleanly: {:?}",
+        r.end()
+    );
+    let by_name = kinds
+        .iter()
+        .map(|(k, n)| (r.strings().name(*k).to_string(), *n))
+        .collect();
+    let threads = r.threads().keys().map(|t| r.thread_name(*t)).collect();
+    (by_name, threads)
+}
+
+#[test]
+fn clocks_randomness_and_a_hot_loop_replay_identically_after_the_clock_moved() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("clocks.replay");
+        let opts = format!("record,log={}", log.display());
+        let recorded = ok(
+            &java(jdk, dir.path(), &[], Some(&opts), "Clocks", &[]),
+            "record",
+        );
+        let (kinds, _) = log_summary(&log);
+        let nano = kinds.get("java.lang.System.nanoTime").copied().unwrap_or(0);
+        // Every call of the JIT-compiled loop went through the hook, plus the others.
+        assert!(
+            nano >= 2_000_003,
+            "{}: only {nano} nanoTime events: {kinds:?}",
+            name(jdk)
+        );
+        assert!(
+            kinds
+                .get("java.lang.System.currentTimeMillis")
+                .copied()
+                .unwrap_or(0)
+                >= 2,
+            "{kinds:?}"
+        );
+        assert!(
+            kinds.contains_key("jdk.internal.misc.VM.getNanoTimeAdjustment"),
+            "Instant.now is hooked: {kinds:?}"
+        );
+
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let replayed = ok(
+            &java(
+                jdk,
+                dir.path(),
+                &[],
+                Some(&format!("replay,log={}", log.display())),
+                "Clocks",
+                &[],
+            ),
+            "replay",
+        );
+        assert_eq!(
+            recorded,
+            replayed,
+            "{}: replay printed something else",
+            name(jdk)
+        );
+        // The values are the recorded ones, not what the clock says now.
+        let live = ok(
+            &java(jdk, dir.path(), &[], None, "Clocks", &["short"]),
+            "bare",
+        );
+        let line = |s: &str, key: &str| s.lines().find(|l| l.starts_with(key)).map(str::to_string);
+        for key in [
+            "millis ",
+            "instant ",
+            "random ",
+            "math.random ",
+            "tlr ",
+            "splittable ",
+            "shuffle ",
+            "end ",
+        ] {
+            assert!(
+                line(&recorded, key).is_some(),
+                "{key} missing in {recorded}"
+            );
+            assert_ne!(
+                line(&recorded, key),
+                line(&live, key),
+                "{}: '{key}' is the same live, so the test proves nothing",
+                name(jdk)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_changed_program_gets_the_divergence_report_and_exit_86() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("c.replay");
+        ok(
+            &java(
+                jdk,
+                dir.path(),
+                &[],
+                Some(&format!("record,log={}", log.display())),
+                "Clocks",
+                &["short"],
+            ),
+            "record",
+        );
+        let o = java(
+            jdk,
+            dir.path(),
+            &[],
+            Some(&format!("replay,log={}", log.display())),
+            "Clocks",
+            &["changed"],
+        );
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(86), "{}: {err}", name(jdk));
+        assert!(err.contains("DIVERGENCE"), "{err}");
+        assert!(
+            err.contains("expected: java.lang.System.currentTimeMillis"),
+            "{err}"
+        );
+        assert!(err.contains("actual:   java.lang.System.nanoTime"), "{err}");
+        assert!(
+            err.contains("at Clocks.main(Clocks.java"),
+            "the report has the Java stack: {err}"
+        );
+        // The program stopped at the diverging call: nothing after it was printed.
+        assert!(!text(&o.stdout).contains("instant "), "{}", text(&o.stdout));
+
+        // Fewer calls than recorded: the events left over are a divergence at exit.
+        let full = dir.path().join("full.replay");
+        ok(
+            &java(
+                jdk,
+                dir.path(),
+                &[],
+                Some(&format!("record,log={}", full.display())),
+                "Clocks",
+                &[],
+            ),
+            "record",
+        );
+        let o = java(
+            jdk,
+            dir.path(),
+            &[],
+            Some(&format!("replay,log={}", full.display())),
+            "Clocks",
+            &["short"],
+        );
+        assert_eq!(
+            o.status.code(),
+            Some(86),
+            "{}: {}",
+            name(jdk),
+            text(&o.stderr)
+        );
+        assert!(
+            text(&o.stderr).contains("DIVERGENCE"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn threads_replay_their_own_values_in_recorded_order() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("t.replay");
+        let recorded = ok(
+            &java(
+                jdk,
+                dir.path(),
+                &[],
+                Some(&format!("record,log={}", log.display())),
+                "Threads",
+                &[],
+            ),
+            "record",
+        );
+        let (kinds, threads) = log_summary(&log);
+        assert_eq!(
+            kinds.get("java.lang.System.nanoTime").copied(),
+            Some(4 * 20000),
+            "{}: {kinds:?}",
+            name(jdk)
+        );
+        for i in 0..4 {
+            assert!(threads.contains(&format!("worker-{i}")), "{threads:?}");
+        }
+        assert!(
+            !threads.iter().any(|t| t == "Reference Handler"
+                || t == "Common-Cleaner"
+                || t == "Signal Dispatcher"),
+            "{threads:?}"
+        );
+        for order in ["strict", "relaxed"] {
+            let o = java(
+                jdk,
+                dir.path(),
+                &[],
+                Some(&format!("replay,{order},log={}", log.display())),
+                "Threads",
+                &[],
+            );
+            assert_eq!(recorded, ok(&o, order), "{}: {order}", name(jdk));
+        }
+    }
+}
+
+#[test]
+fn xcheck_jni_runs_clean_in_record_and_replay() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("x.replay");
+        for mode in ["record", "replay"] {
+            let o = java(
+                jdk,
+                dir.path(),
+                &["-Xcheck:jni"],
+                Some(&format!("{mode},log={}", log.display())),
+                "Threads",
+                &[],
+            );
+            ok(&o, mode);
+            let err = text(&o.stderr);
+            assert!(
+                err.trim().is_empty(),
+                "{} {mode}: -Xcheck:jni said:\n{err}",
+                name(jdk)
+            );
+        }
+    }
+}
+
+#[test]
+fn exit_status_of_system_exit_is_replayed() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("e.replay");
+        let r = java(
+            jdk,
+            dir.path(),
+            &[],
+            Some(&format!("record,log={}", log.display())),
+            "Exit",
+            &[],
+        );
+        let p = java(
+            jdk,
+            dir.path(),
+            &[],
+            Some(&format!("replay,log={}", log.display())),
+            "Exit",
+            &[],
+        );
+        assert!(
+            r.status.code().unwrap_or(0) > 0,
+            "{:?} {}",
+            r.status,
+            text(&r.stderr)
+        );
+        assert_eq!(
+            (r.status.code(), text(&r.stdout)),
+            (p.status.code(), text(&p.stdout)),
+            "{}: {}",
+            name(jdk),
+            text(&p.stderr)
+        );
+    }
+}
+
+#[test]
+fn bad_options_and_unreadable_logs_stop_the_jvm_with_one_clear_line() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        for (opts, want) in [
+            (
+                "record,timeout=soon",
+                "replay: bad value 'soon' for option 'timeout'",
+            ),
+            (
+                "replay,policy=explode",
+                "replay: bad value 'explode' for option 'policy'",
+            ),
+            ("replay", "replay: replay mode needs a log to replay"),
+            (
+                "replay,log=/nonexistent/none.replay",
+                "replay: cannot replay /nonexistent/none.replay",
+            ),
+        ] {
+            let o = java(jdk, dir.path(), &[], Some(opts), "Clocks", &["short"]);
+            let err = text(&o.stderr);
+            assert!(!o.status.success(), "{opts}: the JVM started");
+            // (The JVM itself prints "Error occurred during initialization of VM" on stdout.)
+            assert!(
+                !text(&o.stdout).contains("slept ns"),
+                "{opts}: the program ran"
+            );
+            let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("replay:")).collect();
+            assert_eq!(ours.len(), 1, "{opts}: {err}");
+            assert!(ours[0].starts_with(want), "{opts}: {err}");
+        }
+        // A log that is not a replay log.
+        let junk = dir.path().join("junk.replay");
+        std::fs::write(&junk, b"this is not a log\n").unwrap();
+        let o = java(
+            jdk,
+            dir.path(),
+            &[],
+            Some(&format!("replay,log={}", junk.display())),
+            "Clocks",
+            &["short"],
+        );
+        assert!(
+            !o.status.success() && !text(&o.stdout).contains("slept ns"),
+            "{}",
+            text(&o.stderr)
+        );
+        assert!(
+            text(&o.stderr).contains("replay: cannot replay"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn unknown_keys_warn_unwritable_logs_warn_and_the_program_runs_on() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = java(
+            jdk,
+            dir.path(),
+            &[],
+            Some("record,log=/nonexistent/dir/x.replay"),
+            "Clocks",
+            &["short"],
+        );
+        let out = ok(&o, "unwritable log");
+        assert!(out.contains("end "), "{out}");
+        let err = text(&o.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.starts_with("replay: cannot create log /nonexistent/dir/x.replay"),
+            "{err}"
+        );
+
+        let log = dir.path().join("u.replay");
+        let o = java(
+            jdk,
+            dir.path(),
+            &[],
+            Some(&format!("record,colour=red,log={}", log.display())),
+            "Clocks",
+            &["short"],
+        );
+        ok(&o, "unknown key");
+        assert!(
+            text(&o.stderr).starts_with("replay: unknown option 'colour' ignored"),
+            "{}",
+            text(&o.stderr)
+        );
+        assert!(log.is_file());
+    }
+}
+
+#[test]
+fn default_log_is_announced_and_off_mode_records_nothing() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let o = java(jdk, dir.path(), &[], Some("record"), "Exit", &[]);
+        let err = text(&o.stderr);
+        let logs: Vec<PathBuf> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(logs.len(), 1, "{logs:?}");
+        let file = logs[0].file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            file.starts_with("java-") && file.ends_with(".replay"),
+            "{file}"
+        );
+        assert!(
+            err.contains("replay: recording to java-") && err.contains(".replay"),
+            "{err}"
+        );
+        let (kinds, _) = log_summary(&logs[0]);
+        assert_eq!(
+            kinds.get("java.lang.System.nanoTime"),
+            Some(&1),
+            "{kinds:?}"
+        );
+
+        let off = tempfile::tempdir().unwrap();
+        let o = java(jdk, off.path(), &[], Some("off"), "Clocks", &["short"]);
+        ok(&o, "off");
+        assert!(text(&o.stderr).is_empty(), "{}", text(&o.stderr));
+        assert_eq!(std::fs::read_dir(off.path()).unwrap().count(), 0);
+    }
+}
+
+#[test]
+fn a_daemon_thread_blocked_at_exit_keeps_its_events() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("d.replay");
+        let recorded = ok(
+            &java(
+                jdk,
+                dir.path(),
+                &[],
+                Some(&format!("record,log={}", log.display())),
+                "Daemon",
+                &[],
+            ),
+            "record",
+        );
+        let (kinds, threads) = log_summary(&log);
+        assert_eq!(
+            kinds.get("java.lang.System.nanoTime"),
+            Some(&11),
+            "{}: {kinds:?}",
+            name(jdk)
+        );
+        assert!(threads.iter().any(|t| t == "sleeper"), "{threads:?}");
+        let replayed = ok(
+            &java(
+                jdk,
+                dir.path(),
+                &[],
+                Some(&format!("replay,log={}", log.display())),
+                "Daemon",
+                &[],
+            ),
+            "replay",
+        );
+        assert_eq!(recorded, replayed, "{}", name(jdk));
+    }
+}
