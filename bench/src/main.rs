@@ -55,7 +55,12 @@ fn main() {
         let k = r.intern("bench.value");
         let t = Instant::now();
         for i in 0..N {
-            r.record(k, 0, None, PayloadRef::Uint(black_box(i.wrapping_mul(0x9e37_79b9))));
+            r.record(
+                k,
+                0,
+                None,
+                PayloadRef::Uint(black_box(i.wrapping_mul(0x9e37_79b9))),
+            );
         }
         r.finish().expect("finish");
         rates.push(N as f64 / t.elapsed().as_secs_f64());
@@ -78,14 +83,23 @@ fn main() {
         rates.push(N as f64 / t.elapsed().as_secs_f64());
     }
     let decode = median(rates);
-    println!("core.read        {:>8.1} M events/s  {:>6.1} ns/event  (LogReader, decode every event)", decode / 1e6, 1e9 / decode);
+    println!(
+        "core.read        {:>8.1} M events/s  {:>6.1} ns/event  (LogReader, decode every event)",
+        decode / 1e6,
+        1e9 / decode
+    );
 
     // 3. Replay: Replayer::next with verification, strict and relaxed.
     for order in [Order::Strict, Order::Relaxed] {
         let mut rates = Vec::new();
         for _ in 0..RUNS {
             let t = Instant::now();
-            let rp = Replayer::open(ReplayConfig { path: path.clone(), order, timeout: Duration::from_secs(10) }).expect("open");
+            let rp = Replayer::open(ReplayConfig {
+                path: path.clone(),
+                order,
+                timeout: Duration::from_secs(10),
+            })
+            .expect("open");
             let k = rp.intern("bench.value");
             for _ in 0..N {
                 black_box(rp.next(k, 0, None).expect("replay"));
@@ -94,7 +108,12 @@ fn main() {
             rates.push(N as f64 / t.elapsed().as_secs_f64());
         }
         let rate = median(rates);
-        println!("core.replay.{:<7}{:>7.1} M events/s  {:>6.1} ns/event  (Replayer::next, verified)", format!("{order:?}").to_lowercase(), rate / 1e6, 1e9 / rate);
+        println!(
+            "core.replay.{:<7}{:>7.1} M events/s  {:>6.1} ns/event  (Replayer::next, verified)",
+            format!("{order:?}").to_lowercase(),
+            rate / 1e6,
+            1e9 / rate
+        );
     }
 
     // 4. Size of a monotonic clock stream.
@@ -121,5 +140,10 @@ fn main() {
         n,
         size
     );
-    println!("clock.record     {:>8.2}x bare clock  ({:.1} ns bare, {:.1} ns read+record)", rec / bare, bare * 1e9 / n as f64, rec * 1e9 / n as f64);
+    println!(
+        "clock.record     {:>8.2}x bare clock  ({:.1} ns bare, {:.1} ns read+record)",
+        rec / bare,
+        bare * 1e9 / n as f64,
+        rec * 1e9 / n as f64
+    );
 }

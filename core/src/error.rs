@@ -29,7 +29,9 @@ impl LogError {
     /// The byte offset the error names, if any.
     pub fn offset(&self) -> Option<u64> {
         match self {
-            LogError::Io { offset, .. } | LogError::Corrupt { offset, .. } | LogError::Truncated { offset, .. } => Some(*offset),
+            LogError::Io { offset, .. }
+            | LogError::Corrupt { offset, .. }
+            | LogError::Truncated { offset, .. } => Some(*offset),
             _ => None,
         }
     }

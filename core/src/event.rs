@@ -57,7 +57,10 @@ pub enum FieldValue {
 
 impl Record {
     pub fn get(&self, name: &str) -> Option<&FieldValue> {
-        self.fields.iter().find(|f| f.name == name).map(|f| &f.value)
+        self.fields
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| &f.value)
     }
 }
 

@@ -57,21 +57,35 @@ impl Default for Options {
 }
 
 /// The keys this module understands (front ends may accept more of their own).
-pub const KEYS: &[&str] = &["mode", "log", "policy", "order", "strict", "relaxed", "sync", "flush", "timeout", "record", "replay", "off"];
+pub const KEYS: &[&str] = &[
+    "mode", "log", "policy", "order", "strict", "relaxed", "sync", "flush", "timeout", "record",
+    "replay", "off",
+];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OptError {
     /// Not a key of the core; the front end may know it, else it warns.
     Unknown(String),
     /// A known key with a value it cannot take: a hard error.
-    Bad { key: String, value: String, expected: &'static str },
+    Bad {
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
 }
 
 impl fmt::Display for OptError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OptError::Unknown(k) => write!(f, "unknown option '{k}'"),
-            OptError::Bad { key, value, expected } => write!(f, "bad value '{value}' for option '{key}': expected {expected}"),
+            OptError::Bad {
+                key,
+                value,
+                expected,
+            } => write!(
+                f,
+                "bad value '{value}' for option '{key}': expected {expected}"
+            ),
         }
     }
 }
@@ -79,7 +93,11 @@ impl fmt::Display for OptError {
 impl std::error::Error for OptError {}
 
 fn bad(key: &str, value: &str, expected: &'static str) -> OptError {
-    OptError::Bad { key: key.into(), value: value.into(), expected }
+    OptError::Bad {
+        key: key.into(),
+        value: value.into(),
+        expected,
+    }
 }
 
 pub fn parse_bool(key: &str, v: &str) -> Result<bool, OptError> {
@@ -93,9 +111,13 @@ pub fn parse_bool(key: &str, v: &str) -> Result<bool, OptError> {
 /// `100ms`, `10s`, `2m`, `500us`; a bare number is milliseconds.
 pub fn parse_duration(key: &str, v: &str) -> Result<Duration, OptError> {
     let t = v.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let n: f64 = num.parse().map_err(|_| bad(key, v, "a duration such as 100ms or 10s"))?;
+    let n: f64 = num
+        .parse()
+        .map_err(|_| bad(key, v, "a duration such as 100ms or 10s"))?;
     let secs = match unit {
         "" | "ms" => n / 1e3,
         "us" => n / 1e6,
@@ -151,11 +173,19 @@ impl Options {
                 Ok(())
             }
             "strict" => {
-                self.order = if parse_bool(key, v)? { Order::Strict } else { Order::Relaxed };
+                self.order = if parse_bool(key, v)? {
+                    Order::Strict
+                } else {
+                    Order::Relaxed
+                };
                 Ok(())
             }
             "relaxed" => {
-                self.order = if parse_bool(key, v)? { Order::Relaxed } else { Order::Strict };
+                self.order = if parse_bool(key, v)? {
+                    Order::Relaxed
+                } else {
+                    Order::Strict
+                };
                 Ok(())
             }
             "sync" => {
@@ -199,17 +229,30 @@ impl Options {
     /// Reads `REPLAY_MODE`, `REPLAY_LOG` and the other `REPLAY_<KEY>` variables. Variables
     /// the core does not know are returned for the front end (`extra` lists the ones it
     /// takes itself; the rest it should warn about).
-    pub fn from_env_vars<I: IntoIterator<Item = (String, String)>>(vars: I) -> Result<(Options, Vec<(String, String)>), OptError> {
+    pub fn from_env_vars<I: IntoIterator<Item = (String, String)>>(
+        vars: I,
+    ) -> Result<(Options, Vec<(String, String)>), OptError> {
         let mut o = Options::default();
         let mut unknown = Vec::new();
-        let mut vars: Vec<(String, String)> = vars.into_iter().filter(|(k, _)| k.starts_with("REPLAY_")).collect();
+        let mut vars: Vec<(String, String)> = vars
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("REPLAY_"))
+            .collect();
         // MODE first, so that errors in other keys are reported in a stable order.
         vars.sort_by_key(|(k, _)| (k != "REPLAY_MODE", k.clone()));
         for (k, v) in vars {
             let key = k["REPLAY_".len()..].to_ascii_lowercase();
             match o.set(&key, Some(&v)) {
                 Err(OptError::Unknown(_)) => unknown.push((k, v)),
-                Err(OptError::Bad { value, expected, .. }) => return Err(OptError::Bad { key: k, value, expected }),
+                Err(OptError::Bad {
+                    value, expected, ..
+                }) => {
+                    return Err(OptError::Bad {
+                        key: k,
+                        value,
+                        expected,
+                    })
+                }
                 Ok(()) => {}
             }
         }
@@ -219,9 +262,20 @@ impl Options {
     /// The effective options, as recorded in the log header.
     pub fn describe(&self) -> Vec<(String, String)> {
         let mut v = vec![
-            ("mode".to_string(), format!("{:?}", self.mode).to_lowercase()),
+            (
+                "mode".to_string(),
+                format!("{:?}", self.mode).to_lowercase(),
+            ),
             ("policy".into(), self.policy_name().into()),
-            ("order".into(), if self.order == Order::Strict { "strict" } else { "relaxed" }.into()),
+            (
+                "order".into(),
+                if self.order == Order::Strict {
+                    "strict"
+                } else {
+                    "relaxed"
+                }
+                .into(),
+            ),
             ("sync".into(), self.sync.to_string()),
             ("flush".into(), format!("{}ms", self.flush.as_millis())),
             ("timeout".into(), format!("{}ms", self.timeout.as_millis())),
@@ -289,7 +343,9 @@ mod tests {
     #[test]
     fn agent_list() {
         let mut o = Options::default();
-        let unk = o.parse_list("record,log=/tmp/a.replay,policy=warn-live,relaxed,flush=20ms,bogus=1,sync").unwrap();
+        let unk = o
+            .parse_list("record,log=/tmp/a.replay,policy=warn-live,relaxed,flush=20ms,bogus=1,sync")
+            .unwrap();
         assert_eq!(o.mode, Mode::Record);
         assert_eq!(o.log.as_deref(), Some("/tmp/a.replay"));
         assert_eq!(o.policy, Policy::WarnLive);
@@ -303,7 +359,10 @@ mod tests {
     fn bad_values_are_errors_naming_key_and_value() {
         let mut o = Options::default();
         let e = o.parse_list("replay,policy=explode").unwrap_err();
-        assert_eq!(e.to_string(), "bad value 'explode' for option 'policy': expected abort, warn-live or warn-continue");
+        assert_eq!(
+            e.to_string(),
+            "bad value 'explode' for option 'policy': expected abort, warn-live or warn-continue"
+        );
         assert!(o.parse_list("timeout=soon").is_err());
         assert!(o.parse_list("flush=0").is_err());
         assert!(o.parse_list("flush=1h").is_err());
@@ -313,21 +372,43 @@ mod tests {
 
     #[test]
     fn env_vars() {
-        let vars = [("REPLAY_MODE", "replay"), ("REPLAY_LOG", "x.replay"), ("REPLAY_TIMEOUT", "2s"), ("REPLAY_ORDER", "relaxed"), ("REPLAY_COLOR", "1"), ("HOME", "/root")];
-        let (o, unk) = Options::from_env_vars(vars.iter().map(|(a, b)| (a.to_string(), b.to_string()))).unwrap();
+        let vars = [
+            ("REPLAY_MODE", "replay"),
+            ("REPLAY_LOG", "x.replay"),
+            ("REPLAY_TIMEOUT", "2s"),
+            ("REPLAY_ORDER", "relaxed"),
+            ("REPLAY_COLOR", "1"),
+            ("HOME", "/root"),
+        ];
+        let (o, unk) =
+            Options::from_env_vars(vars.iter().map(|(a, b)| (a.to_string(), b.to_string())))
+                .unwrap();
         assert_eq!(o.mode, Mode::Replay);
         assert_eq!(o.timeout, Duration::from_secs(2));
         assert_eq!(o.order, Order::Relaxed);
         assert_eq!(unk, vec![("REPLAY_COLOR".to_string(), "1".to_string())]);
-        let e = Options::from_env_vars([("REPLAY_MODE".to_string(), "rec".to_string())]).unwrap_err();
-        assert_eq!(e.to_string(), "bad value 'rec' for option 'REPLAY_MODE': expected record, replay or off");
+        let e =
+            Options::from_env_vars([("REPLAY_MODE".to_string(), "rec".to_string())]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "bad value 'rec' for option 'REPLAY_MODE': expected record, replay or off"
+        );
     }
 
     #[test]
     fn durations() {
-        assert_eq!(parse_duration("t", "250").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("t", "1.5s").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("t", "500us").unwrap(), Duration::from_micros(500));
+        assert_eq!(
+            parse_duration("t", "250").unwrap(),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            parse_duration("t", "1.5s").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            parse_duration("t", "500us").unwrap(),
+            Duration::from_micros(500)
+        );
         assert!(parse_duration("t", "-1s").is_err());
         assert!(parse_duration("t", "s").is_err());
     }

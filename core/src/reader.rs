@@ -54,7 +54,13 @@ impl Strings {
 
     fn add(&mut self, id: u32, text: String, offset: u64) -> Result<(), LogError> {
         if id as usize != self.texts.len() + 1 {
-            return Err(LogError::Corrupt { offset, why: format!("string id {id} out of order (expected {})", self.texts.len() + 1) });
+            return Err(LogError::Corrupt {
+                offset,
+                why: format!(
+                    "string id {id} out of order (expected {})",
+                    self.texts.len() + 1
+                ),
+            });
         }
         self.ids.entry(text.clone()).or_insert(id);
         self.texts.push(text);
@@ -79,7 +85,10 @@ pub struct LogReader<R: Read = BufReader<File>> {
 impl LogReader<BufReader<File>> {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, LogError> {
         let path = path.as_ref();
-        let f = File::open(path).map_err(|source| LogError::Open { path: path.display().to_string(), source })?;
+        let f = File::open(path).map_err(|source| LogError::Open {
+            path: path.display().to_string(),
+            source,
+        })?;
         LogReader::new(BufReader::with_capacity(1 << 16, f))
     }
 }
@@ -112,31 +121,49 @@ impl<R: Read> LogReader<R> {
             Fill::Partial(0) => return Err(LogError::Empty),
             Fill::Partial(n) => {
                 if MAGIC.starts_with(&magic[..n]) {
-                    return Err(LogError::Truncated { offset: n as u64, why: "file ends inside the magic line".into() });
+                    return Err(LogError::Truncated {
+                        offset: n as u64,
+                        why: "file ends inside the magic line".into(),
+                    });
                 }
                 return Err(LogError::NotALog);
             }
         }
         if magic != MAGIC {
             if magic.starts_with(MAGIC_PREFIX) {
-                let gen = String::from_utf8_lossy(&magic[MAGIC_PREFIX.len()..]).trim().to_string();
+                let gen = String::from_utf8_lossy(&magic[MAGIC_PREFIX.len()..])
+                    .trim()
+                    .to_string();
                 return Err(LogError::Generation { found: gen });
             }
             return Err(LogError::NotALog);
         }
         let (fh, at, payload) = match r.frame()? {
             Some(f) => f,
-            None => return Err(LogError::Truncated { offset: r.offset, why: "file ends before the header".into() }),
+            None => {
+                return Err(LogError::Truncated {
+                    offset: r.offset,
+                    why: "file ends before the header".into(),
+                })
+            }
         };
         if fh.ty != FrameType::Header {
-            return Err(LogError::Corrupt { offset: at, why: "expected the header frame".into() });
+            return Err(LogError::Corrupt {
+                offset: at,
+                why: "expected the header frame".into(),
+            });
         }
         let header = HeaderInfo::decode(&payload, at)?;
         if header.format_version < 1 {
-            return Err(LogError::TooOld { found: header.format_version });
+            return Err(LogError::TooOld {
+                found: header.format_version,
+            });
         }
         if header.min_reader_version > FORMAT_VERSION {
-            return Err(LogError::TooNew { needed: header.min_reader_version, ours: FORMAT_VERSION });
+            return Err(LogError::TooNew {
+                needed: header.min_reader_version,
+                ours: FORMAT_VERSION,
+            });
         }
         r.header = header;
         Ok(r)
@@ -186,12 +213,21 @@ impl<R: Read> LogReader<R> {
                 Ok(0) => break,
                 Ok(k) => n += k,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(source) => return Err(LogError::Io { offset: self.offset + n as u64, source }),
+                Err(source) => {
+                    return Err(LogError::Io {
+                        offset: self.offset + n as u64,
+                        source,
+                    })
+                }
             }
         }
         self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
         self.offset += n as u64;
-        Ok(if n == buf.len() { Fill::Full } else { Fill::Partial(n) })
+        Ok(if n == buf.len() {
+            Fill::Full
+        } else {
+            Fill::Partial(n)
+        })
     }
 
     /// Reads one whole frame. `Ok(None)` at a clean end of file (between frames);
@@ -204,7 +240,10 @@ impl<R: Read> LogReader<R> {
             Fill::Full => {}
             Fill::Partial(0) => return Ok(None),
             Fill::Partial(n) => {
-                return Err(LogError::Truncated { offset: at, why: format!("frame header cut after {n} of {FRAME_HEADER_LEN} bytes") })
+                return Err(LogError::Truncated {
+                    offset: at,
+                    why: format!("frame header cut after {n} of {FRAME_HEADER_LEN} bytes"),
+                })
             }
         }
         let fh = FrameHeader::decode(&h, at)?;
@@ -217,27 +256,42 @@ impl<R: Read> LogReader<R> {
         if let Fill::Partial(n) = self.fill(&mut stored)? {
             return Err(LogError::Truncated {
                 offset: at,
-                why: format!("last frame is incomplete: {n} of {} payload bytes", fh.stored_len),
+                why: format!(
+                    "last frame is incomplete: {n} of {} payload bytes",
+                    fh.stored_len
+                ),
             });
         }
         if fh.ty == FrameType::Trailer {
             self.crc = crc_keep;
         }
         if crc32c::crc32c(&stored) != fh.payload_crc {
-            return Err(LogError::Corrupt { offset: at, why: "frame payload checksum mismatch".into() });
+            return Err(LogError::Corrupt {
+                offset: at,
+                why: "frame payload checksum mismatch".into(),
+            });
         }
         let raw = if fh.codec == CODEC_ZSTD {
             let mut out = Vec::with_capacity(fh.raw_len as usize);
-            let mut dec = zstd::stream::read::Decoder::new(&stored[..])
-                .map_err(|e| LogError::Corrupt { offset: at, why: format!("bad zstd stream: {e}") })?;
+            let mut dec =
+                zstd::stream::read::Decoder::new(&stored[..]).map_err(|e| LogError::Corrupt {
+                    offset: at,
+                    why: format!("bad zstd stream: {e}"),
+                })?;
             // Bound the output by the declared length (+1 to detect a lie) so a crafted frame
             // cannot expand without limit.
             let got = (&mut dec)
                 .take(u64::from(fh.raw_len) + 1)
                 .read_to_end(&mut out)
-                .map_err(|e| LogError::Corrupt { offset: at, why: format!("bad zstd stream: {e}") })?;
+                .map_err(|e| LogError::Corrupt {
+                    offset: at,
+                    why: format!("bad zstd stream: {e}"),
+                })?;
             if got != fh.raw_len as usize {
-                return Err(LogError::Corrupt { offset: at, why: format!("chunk expands to {got} bytes, header says {}", fh.raw_len) });
+                return Err(LogError::Corrupt {
+                    offset: at,
+                    why: format!("chunk expands to {got} bytes, header says {}", fh.raw_len),
+                });
             }
             out
         } else {
@@ -255,7 +309,10 @@ impl<R: Read> LogReader<R> {
         let r = self.next_batch_inner();
         match &r {
             Err(LogError::Truncated { offset, why }) => {
-                self.end = Some(End::Cut { offset: *offset, why: why.clone() });
+                self.end = Some(End::Cut {
+                    offset: *offset,
+                    why: why.clone(),
+                });
                 Ok(None)
             }
             Err(_) => {
@@ -271,19 +328,29 @@ impl<R: Read> LogReader<R> {
             Some(f) => f,
             None => {
                 let why = if self.chunks == 0 {
-                    "no trailer: the recording stopped before its first chunk was written".to_string()
+                    "no trailer: the recording stopped before its first chunk was written"
+                        .to_string()
                 } else {
                     format!("no trailer after chunk {}: the recorder did not close the log (killed or crashed?)", self.chunks)
                 };
-                return Err(LogError::Truncated { offset: self.offset, why });
+                return Err(LogError::Truncated {
+                    offset: self.offset,
+                    why,
+                });
             }
         };
         match fh.ty {
-            FrameType::Header => Err(LogError::Corrupt { offset: at, why: "second header frame".into() }),
+            FrameType::Header => Err(LogError::Corrupt {
+                offset: at,
+                why: "second header frame".into(),
+            }),
             FrameType::Trailer => {
                 let t = TrailerInfo::decode(&raw, at)?;
                 if t.file_crc32c != self.crc {
-                    return Err(LogError::Corrupt { offset: at, why: "file checksum in the trailer does not match the file".into() });
+                    return Err(LogError::Corrupt {
+                        offset: at,
+                        why: "file checksum in the trailer does not match the file".into(),
+                    });
                 }
                 if t.chunks != self.chunks || t.events != self.events {
                     return Err(LogError::Corrupt {
@@ -296,7 +363,10 @@ impl<R: Read> LogReader<R> {
                 }
                 let mut probe = [0u8; 1];
                 if let Fill::Full = self.fill(&mut probe)? {
-                    return Err(LogError::Corrupt { offset: self.offset - 1, why: "data after the trailer".into() });
+                    return Err(LogError::Corrupt {
+                        offset: self.offset - 1,
+                        why: "data after the trailer".into(),
+                    });
                 }
                 self.end = Some(End::Complete(t));
                 Ok(None)
@@ -308,18 +378,27 @@ impl<R: Read> LogReader<R> {
                 }
                 for (id, name) in &b.threads {
                     if *name as usize > self.strings.len() {
-                        return Err(LogError::Corrupt { offset: at, why: format!("thread {id} names unknown string {name}") });
+                        return Err(LogError::Corrupt {
+                            offset: at,
+                            why: format!("thread {id} names unknown string {name}"),
+                        });
                     }
                     self.threads.insert(*id, *name);
                 }
                 let nstr = self.strings.len() as u32;
                 for run in &b.runs {
                     if !self.threads.contains_key(&run.thread) {
-                        return Err(LogError::Corrupt { offset: at, why: format!("events of undeclared thread {}", run.thread) });
+                        return Err(LogError::Corrupt {
+                            offset: at,
+                            why: format!("events of undeclared thread {}", run.thread),
+                        });
                     }
                     for e in &run.events {
                         if e.kind == 0 || e.kind > nstr || e.site > nstr {
-                            return Err(LogError::Corrupt { offset: at, why: format!("event #{} names an unknown string", e.seq) });
+                            return Err(LogError::Corrupt {
+                                offset: at,
+                                why: format!("event #{} names an unknown string", e.seq),
+                            });
                         }
                     }
                     self.events += run.events.len() as u64;
@@ -357,7 +436,15 @@ pub struct Ordered<R: Read = BufReader<File>> {
 
 impl<R: Read> Ordered<R> {
     pub fn new(reader: LogReader<R>) -> Self {
-        Ordered { reader, pending: BTreeMap::new(), next: 0, done: false, window: 1 << 22, gaps: 0, error: None }
+        Ordered {
+            reader,
+            pending: BTreeMap::new(),
+            next: 0,
+            done: false,
+            window: 1 << 22,
+            gaps: 0,
+            error: None,
+        }
     }
 
     /// The error that stopped reading, if any (events before it were all returned).

@@ -9,9 +9,9 @@
 //! chunks waiting for the flusher is bounded: a thread that would exceed it waits, so
 //! memory stays bounded however long the recording runs.
 
+use crate::event::Record;
 use crate::format::{BatchBuilder, HeaderInfo, PayloadRef, RunBuilder, TrailerInfo, MAX_PAYLOAD};
 use crate::writer::LogWriter;
-use crate::event::Record;
 use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
@@ -186,10 +186,12 @@ pub struct RecordConfig {
     pub main_thread: String,
 }
 
+type FlusherHandle = std::thread::JoinHandle<Result<TrailerInfo, String>>;
+
 #[derive(Clone)]
 pub struct Recorder {
     inner: Arc<Inner>,
-    flusher: Arc<Mutex<Option<std::thread::JoinHandle<Result<TrailerInfo, String>>>>>,
+    flusher: Arc<Mutex<Option<FlusherHandle>>>,
 }
 
 impl Recorder {
@@ -199,18 +201,28 @@ impl Recorder {
         let writer = LogWriter::create(&cfg.path, &cfg.header, cfg.sync)?;
         let inner = Arc::new(Inner {
             gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
-            hot: HotCounter { seq: AtomicU64::new(0), stopped: AtomicBool::new(false) },
+            hot: HotCounter {
+                seq: AtomicU64::new(0),
+                stopped: AtomicBool::new(false),
+            },
             tables: Mutex::new(Tables::default()),
             slots: Mutex::new(Vec::new()),
             pool: Mutex::new(Vec::new()),
-            signal: Signal { state: Mutex::new(SignalState::default()), flusher: Condvar::new(), appenders: Condvar::new() },
+            signal: Signal {
+                state: Mutex::new(SignalState::default()),
+                flusher: Condvar::new(),
+                appenders: Condvar::new(),
+            },
             failure: Mutex::new(None),
             start: Instant::now(),
             path: cfg.path.clone(),
             flush_every: cfg.flush,
             dropped: AtomicU64::new(0),
         });
-        let rec = Recorder { inner: inner.clone(), flusher: Arc::new(Mutex::new(None)) };
+        let rec = Recorder {
+            inner: inner.clone(),
+            flusher: Arc::new(Mutex::new(None)),
+        };
         rec.register(Some(&cfg.main_thread));
         let h = std::thread::Builder::new()
             .name("replay-flusher".into())
@@ -234,7 +246,13 @@ impl Recorder {
 
     /// Records one event now; returns its sequence number.
     #[inline]
-    pub fn record(&self, kind: u32, site: u32, digest: Option<u64>, payload: PayloadRef<'_>) -> u64 {
+    pub fn record(
+        &self,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+        payload: PayloadRef<'_>,
+    ) -> u64 {
         let seq = self.inner.hot.seq.fetch_add(1, Ordering::Relaxed);
         self.record_at(seq, kind, site, digest, payload);
         seq
@@ -243,7 +261,14 @@ impl Recorder {
     /// Records an event whose sequence number was taken earlier from [`Self::seq_counter`]
     /// by this same thread (numbers of one thread must be recorded in increasing order).
     #[inline]
-    pub fn record_at(&self, seq: u64, kind: u32, site: u32, digest: Option<u64>, payload: PayloadRef<'_>) {
+    pub fn record_at(
+        &self,
+        seq: u64,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+        payload: PayloadRef<'_>,
+    ) {
         if self.inner.hot.stopped.load(Ordering::Relaxed) {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
             return;
@@ -277,7 +302,9 @@ impl Recorder {
                 *l = Some(self.new_local(None));
             }
             let local = l.as_mut().unwrap();
-            if local.len == local.chunk.events.len() || local.data_len + dlen > local.chunk.data.len() {
+            if local.len == local.chunk.events.len()
+                || local.data_len + dlen > local.chunk.data.len()
+            {
                 self.swap(local, dlen);
             }
             let c = &local.chunk;
@@ -302,7 +329,9 @@ impl Recorder {
                 errno,
                 data_off: local.data_len as u32,
                 data_len: dlen as u32,
-                tag: tag | if digest.is_some() { T_DIGEST } else { 0 } | if data.is_some() { T_DATA } else { 0 },
+                tag: tag
+                    | if digest.is_some() { T_DIGEST } else { 0 }
+                    | if data.is_some() { T_DATA } else { 0 },
             };
             // SAFETY: slot i is below the chunk's capacity and above `committed`.
             unsafe { (*c.events[i].get()).write(ev) };
@@ -324,9 +353,22 @@ impl Recorder {
         t.names.insert(id, name_id);
         drop(t);
         let chunk = Chunk::new(FIRST_EVENTS, FIRST_DATA, id);
-        let slot = Arc::new(Slot { inner: Mutex::new(SlotInner { current: chunk.clone(), full: Vec::new() }), dead: AtomicBool::new(false) });
+        let slot = Arc::new(Slot {
+            inner: Mutex::new(SlotInner {
+                current: chunk.clone(),
+                full: Vec::new(),
+            }),
+            dead: AtomicBool::new(false),
+        });
         self.inner.slots.lock().unwrap().push(slot.clone());
-        Local { gen: self.inner.gen, thread: id, slot, chunk, len: 0, data_len: 0 }
+        Local {
+            gen: self.inner.gen,
+            thread: id,
+            slot,
+            chunk,
+            len: 0,
+            data_len: 0,
+        }
     }
 
     fn register(&self, name: Option<&str>) {
@@ -367,8 +409,14 @@ impl Recorder {
     #[cold]
     fn swap(&self, local: &mut Local, need: usize) {
         let old_cap = local.chunk.events.len();
-        let events = if local.len == old_cap { (old_cap * 2).min(MAX_EVENTS) } else { old_cap };
-        let data = (local.chunk.data.len() * 2).clamp(FIRST_DATA, MAX_DATA).max(need);
+        let events = if local.len == old_cap {
+            (old_cap * 2).min(MAX_EVENTS)
+        } else {
+            old_cap
+        };
+        let data = (local.chunk.data.len() * 2)
+            .clamp(FIRST_DATA, MAX_DATA)
+            .max(need);
         let new = if events == MAX_EVENTS && data == MAX_DATA {
             self.inner.pool.lock().unwrap().pop()
         } else {
@@ -413,7 +461,11 @@ impl Recorder {
         let want = st.flush_requests;
         sig.flusher.notify_one();
         while st.flush_done < want && !self.inner.hot.stopped.load(Ordering::Relaxed) {
-            st = sig.appenders.wait_timeout(st, Duration::from_millis(100)).unwrap().0;
+            st = sig
+                .appenders
+                .wait_timeout(st, Duration::from_millis(100))
+                .unwrap()
+                .0;
         }
     }
 
@@ -429,13 +481,22 @@ impl Recorder {
         let h = self.flusher.lock().unwrap().take();
         match h {
             Some(h) => {
-                let r = h.join().map_err(|_| "the log flusher panicked".to_string()).and_then(|r| r);
+                let r = h
+                    .join()
+                    .map_err(|_| "the log flusher panicked".to_string())
+                    .and_then(|r| r);
                 if let Err(e) = &r {
                     *self.inner.failure.lock().unwrap() = Some(e.clone());
                 }
                 r
             }
-            None => Err(self.inner.failure.lock().unwrap().clone().unwrap_or_else(|| "log already closed".into())),
+            None => Err(self
+                .inner
+                .failure
+                .lock()
+                .unwrap()
+                .clone()
+                .unwrap_or_else(|| "log already closed".into())),
         }
     }
 
@@ -482,7 +543,10 @@ impl Flusher {
             let data = if e.tag & T_DATA != 0 {
                 // SAFETY: the data range was written before the event was published.
                 Some(unsafe {
-                    std::slice::from_raw_parts(c.data.as_ptr().add(e.data_off as usize) as *const u8, e.data_len as usize)
+                    std::slice::from_raw_parts(
+                        c.data.as_ptr().add(e.data_off as usize) as *const u8,
+                        e.data_len as usize,
+                    )
                 })
             } else {
                 None
@@ -494,9 +558,17 @@ impl Flusher {
                 2 => PayloadRef::Uint(e.value),
                 3 => PayloadRef::Float(f64::from_bits(e.value)),
                 4 => PayloadRef::Bytes(data.unwrap_or(&[])),
-                5 => PayloadRef::Ret { ret: e.value as i64, errno: e.errno, data },
+                5 => PayloadRef::Ret {
+                    ret: e.value as i64,
+                    errno: e.errno,
+                    data,
+                },
                 _ => {
-                    rec = records.iter().find(|(j, _)| *j == i).map(|(_, r)| r.clone()).unwrap_or_default();
+                    rec = records
+                        .iter()
+                        .find(|(j, _)| *j == i)
+                        .map(|(_, r)| r.clone())
+                        .unwrap_or_default();
                     PayloadRef::Record(&rec)
                 }
             };
@@ -537,7 +609,11 @@ impl Flusher {
             self.write_if_big()?;
         }
         if !dead.is_empty() {
-            self.inner.slots.lock().unwrap().retain(|s| !dead.iter().any(|d| Arc::ptr_eq(s, d)));
+            self.inner
+                .slots
+                .lock()
+                .unwrap()
+                .retain(|s| !dead.iter().any(|d| Arc::ptr_eq(s, d)));
         }
         self.write()?;
         Ok(consumed)
@@ -579,7 +655,10 @@ impl Flusher {
         let mono = self.inner.start.elapsed().as_nanos() as u64;
         let seq = self.inner.hot.seq.load(Ordering::Relaxed);
         self.batch.marks.push((seq, mono));
-        let r = self.writer.write_batch(&self.batch).map_err(|e| format!("cannot write {}: {e}", self.inner.path.display()));
+        let r = self
+            .writer
+            .write_batch(&self.batch)
+            .map_err(|e| format!("cannot write {}: {e}", self.inner.path.display()));
         self.batch = BatchBuilder::default();
         self.runs.clear();
         r
@@ -587,7 +666,12 @@ impl Flusher {
 }
 
 fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, String> {
-    let mut f = Flusher { inner: inner.clone(), writer, batch: BatchBuilder::default(), runs: HashMap::new() };
+    let mut f = Flusher {
+        inner: inner.clone(),
+        writer,
+        batch: BatchBuilder::default(),
+        runs: HashMap::new(),
+    };
     f.batch.marks.push((0, 0));
     let sig = &inner.signal;
     let fail = |e: String, inner: &Inner| {
@@ -606,7 +690,11 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
                 let wait = inner.flush_every.saturating_sub(last_live.elapsed());
                 st = sig.flusher.wait_timeout(st, wait).unwrap().0;
             }
-            (st.closing, st.flush_requests, st.flush_requests != st.flush_done)
+            (
+                st.closing,
+                st.flush_requests,
+                st.flush_requests != st.flush_done,
+            )
         };
         if closing {
             // Stop appends first so that the final round sees everything there will be.
@@ -630,7 +718,12 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
         if closing {
             let threads = inner.tables.lock().unwrap().next_thread;
             let Flusher { writer, .. } = f;
-            return writer.finish(threads).map_err(|e| fail(format!("cannot close {}: {e}", inner.path.display()), &inner));
+            return writer.finish(threads).map_err(|e| {
+                fail(
+                    format!("cannot close {}: {e}", inner.path.display()),
+                    &inner,
+                )
+            });
         }
     }
 }

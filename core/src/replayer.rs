@@ -129,7 +129,14 @@ impl Replayer {
         let inner = Arc::new(Inner {
             gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
             path: cfg.path,
-            source: Mutex::new(Source { reader: Some(reader), end: None, error: None, total: 0, map: vec![0], names: Vec::new() }),
+            source: Mutex::new(Source {
+                reader: Some(reader),
+                end: None,
+                error: None,
+                total: 0,
+                map: vec![0],
+                names: Vec::new(),
+            }),
             queues: RwLock::new(HashMap::new()),
             live: RwLock::new(Live::default()),
             cursor: AtomicU64::new(0),
@@ -148,7 +155,10 @@ impl Replayer {
             r.read_more(&mut src);
             if let Some(e) = &src.error {
                 if src.total == 0 {
-                    return Err(LogError::Corrupt { offset: 0, why: e.clone() });
+                    return Err(LogError::Corrupt {
+                        offset: 0,
+                        why: e.clone(),
+                    });
                 }
             }
         }
@@ -174,12 +184,17 @@ impl Replayer {
         if id == 0 {
             return String::new();
         }
-        live.texts.get(id as usize - 1).cloned().unwrap_or_else(|| "?".into())
+        live.texts
+            .get(id as usize - 1)
+            .cloned()
+            .unwrap_or_else(|| "?".into())
     }
 
     /// Reads one more chunk into the queues. Caller holds the source lock.
     fn read_more(&self, src: &mut Source) -> bool {
-        let Some(reader) = src.reader.as_mut() else { return false };
+        let Some(reader) = src.reader.as_mut() else {
+            return false;
+        };
         match reader.next_batch() {
             Ok(Some(b)) => {
                 {
@@ -193,12 +208,21 @@ impl Replayer {
                 }
                 let lookup = |map: &Vec<u32>, id: u32| map.get(id as usize).copied().unwrap_or(0);
                 for (id, name) in &b.threads {
-                    let text = if *name == 0 { None } else { Some(self.text(lookup(&src.map, *name))) };
+                    let text = if *name == 0 {
+                        None
+                    } else {
+                        Some(self.text(lookup(&src.map, *name)))
+                    };
                     match src.names.iter_mut().find(|(i, _)| i == id) {
                         Some(e) => e.1 = text,
                         None => src.names.push((*id, text)),
                     }
-                    self.inner.queues.write().unwrap().entry(*id).or_insert_with(|| Queue::new());
+                    self.inner
+                        .queues
+                        .write()
+                        .unwrap()
+                        .entry(*id)
+                        .or_insert_with(Queue::new);
                 }
                 let queues = self.inner.queues.read().unwrap();
                 for mut run in b.runs {
@@ -208,7 +232,8 @@ impl Replayer {
                     }
                     src.total += run.events.len() as u64;
                     if let Some(q) = queues.get(&run.thread) {
-                        q.handed.fetch_add(run.events.len() as u64, Ordering::Relaxed);
+                        q.handed
+                            .fetch_add(run.events.len() as u64, Ordering::Relaxed);
                         q.batches.lock().unwrap().push_back(run.events);
                     }
                 }
@@ -220,7 +245,10 @@ impl Replayer {
                 false
             }
             Err(e) => {
-                eprintln!("replay: {}: {e}; replay continues with the events before it", self.inner.path.display());
+                eprintln!(
+                    "replay: {}: {e}; replay continues with the events before it",
+                    self.inner.path.display()
+                );
                 src.error = Some(e.to_string());
                 src.reader = None;
                 false
@@ -255,14 +283,36 @@ impl Replayer {
             Some(id) => {
                 let q = self.inner.queues.read().unwrap().get(&id).cloned().unwrap();
                 q.claimed.store(true, Ordering::Relaxed);
-                let name = if named { name.to_string() } else { format!("thread-{id}") };
-                Local { gen: self.inner.gen, thread: id, queue: Some(q), batch: Vec::new(), pos: 0, name }
+                let name = if named {
+                    name.to_string()
+                } else {
+                    format!("thread-{id}")
+                };
+                Local {
+                    gen: self.inner.gen,
+                    thread: id,
+                    queue: Some(q),
+                    batch: Vec::new(),
+                    pos: 0,
+                    name,
+                }
             }
             None => {
                 // A thread the recording never had: its first call is a divergence.
                 let n = self.inner.phantoms.fetch_add(1, Ordering::Relaxed);
-                let name = if named { name.to_string() } else { format!("new thread #{}", n + 1) };
-                Local { gen: self.inner.gen, thread: u32::MAX - n as u32, queue: None, batch: Vec::new(), pos: 0, name }
+                let name = if named {
+                    name.to_string()
+                } else {
+                    format!("new thread #{}", n + 1)
+                };
+                Local {
+                    gen: self.inner.gen,
+                    thread: u32::MAX - n as u32,
+                    queue: None,
+                    batch: Vec::new(),
+                    pos: 0,
+                    name,
+                }
             }
         }
     }
@@ -294,26 +344,52 @@ impl Replayer {
     /// The calling thread's next recorded event, checked against the call the program makes
     /// now (`kind`, `site` and `digest` are live string ids and the input digest). In strict
     /// mode this waits for the thread's turn.
-    pub fn next(&self, kind: u32, site: u32, digest: Option<u64>) -> Result<Event, Box<Divergence>> {
+    pub fn next(
+        &self,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+    ) -> Result<Event, Box<Divergence>> {
         let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
             if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
                 *l = Some(self.bind(None, ""));
             }
             let local = l.as_mut().unwrap();
-            let actual = Actual { kind, site, digest, context: None };
+            let actual = Actual {
+                kind,
+                site,
+                digest,
+                context: None,
+            };
             let Some(seq) = self.peek(local).map(|e| e.seq) else {
                 let q = local.queue.clone();
-                return Err(self.divergence(DivergenceKind::Exhausted { recorded: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)) }, local, None, actual));
+                return Err(self.divergence(
+                    DivergenceKind::Exhausted {
+                        recorded: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)),
+                    },
+                    local,
+                    None,
+                    actual,
+                ));
             };
             if self.inner.strict {
-                if let Err(d) = self.wait_turn(local, seq, kind) {
-                    return Err(d);
-                }
+                self.wait_turn(local, seq, kind)?;
             }
             // Taken, not cloned: the slot is never read again (pos moves past it).
-            let ev = std::mem::replace(&mut local.batch[local.pos], Event { seq: 0, thread: 0, kind: 0, site: 0, digest: None, payload: crate::event::Payload::None });
-            let ok = ev.kind == kind && (ev.digest.is_none() || digest.is_none() || ev.digest == digest);
+            let ev = std::mem::replace(
+                &mut local.batch[local.pos],
+                Event {
+                    seq: 0,
+                    thread: 0,
+                    kind: 0,
+                    site: 0,
+                    digest: None,
+                    payload: crate::event::Payload::None,
+                },
+            );
+            let ok =
+                ev.kind == kind && (ev.digest.is_none() || digest.is_none() || ev.digest == digest);
             // The event is consumed whether or not it matches, so that warn-continue goes on
             // with the following events.
             self.consume(local, ev.seq);
@@ -321,14 +397,33 @@ impl Replayer {
                 Ok(ev)
             } else {
                 let seq = ev.seq;
-                Err(self.divergence(DivergenceKind::Mismatch, local, Some(ev), actual).with_seq(seq))
+                Err(self
+                    .divergence(DivergenceKind::Mismatch, local, Some(ev), actual)
+                    .with_seq(seq))
             }
         });
         // A call from a thread whose thread-locals are already destroyed (exit of a thread)
         // cannot be matched to the recording: report it as a call with no events left.
         r.unwrap_or_else(|_| {
-            let tmp = Local { gen: 0, thread: u32::MAX, queue: None, batch: Vec::new(), pos: 0, name: "exiting thread".into() };
-            Err(self.divergence(DivergenceKind::Exhausted { recorded: 0 }, &tmp, None, Actual { kind, site, digest, context: None }))
+            let tmp = Local {
+                gen: 0,
+                thread: u32::MAX,
+                queue: None,
+                batch: Vec::new(),
+                pos: 0,
+                name: "exiting thread".into(),
+            };
+            Err(self.divergence(
+                DivergenceKind::Exhausted { recorded: 0 },
+                &tmp,
+                None,
+                Actual {
+                    kind,
+                    site,
+                    digest,
+                    context: None,
+                },
+            ))
         })
     }
 
@@ -336,7 +431,8 @@ impl Replayer {
         local.pos += 1;
         if let Some(q) = &local.queue {
             // Only the bound thread writes its counter: a plain store, not a locked add.
-            q.consumed.store(q.consumed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            q.consumed
+                .store(q.consumed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         }
         if self.inner.strict {
             self.inner.cursor.store(seq + 1, Ordering::Release);
@@ -366,10 +462,8 @@ impl Replayer {
             if !q.batches.lock().unwrap().is_empty() {
                 continue;
             }
-            if !self.read_more(&mut src) {
-                if q.batches.lock().unwrap().is_empty() {
-                    return None;
-                }
+            if !self.read_more(&mut src) && q.batches.lock().unwrap().is_empty() {
+                return None;
             }
         }
     }
@@ -408,13 +502,31 @@ impl Replayer {
                 continue;
             }
             if since.elapsed() >= inner.timeout {
-                let d = self.divergence(DivergenceKind::Stalled { cursor: c, waited: inner.timeout }, local, None, Actual { kind, site: 0, digest: None, context: None });
+                let d = self.divergence(
+                    DivergenceKind::Stalled {
+                        cursor: c,
+                        waited: inner.timeout,
+                    },
+                    local,
+                    None,
+                    Actual {
+                        kind,
+                        site: 0,
+                        digest: None,
+                        context: None,
+                    },
+                );
                 break Err(d.with_seq(seq));
             }
             inner.parked.fetch_add(1, Ordering::AcqRel);
             let g = inner.park.lock().unwrap();
-            if inner.cursor.load(Ordering::Acquire) < seq && !inner.gone_live.load(Ordering::Relaxed) {
-                let _ = inner.wake.wait_timeout(g, Duration::from_millis(5)).unwrap();
+            if inner.cursor.load(Ordering::Acquire) < seq
+                && !inner.gone_live.load(Ordering::Relaxed)
+            {
+                let _ = inner
+                    .wake
+                    .wait_timeout(g, Duration::from_millis(5))
+                    .unwrap();
             }
             inner.parked.fetch_sub(1, Ordering::AcqRel);
         };
@@ -438,7 +550,8 @@ impl Replayer {
                     recorded_so_far: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)),
                     waiting_for: q.and_then(|q| {
                         let w = q.waiting_for.load(Ordering::Relaxed);
-                        (w != NONE).then(|| (w, self.text(q.waiting_kind.load(Ordering::Relaxed) as u32)))
+                        (w != NONE)
+                            .then(|| (w, self.text(q.waiting_kind.load(Ordering::Relaxed) as u32)))
                     }),
                 }
             })
@@ -447,7 +560,13 @@ impl Replayer {
         v
     }
 
-    fn divergence(&self, kind: DivergenceKind, local: &Local, expected: Option<Event>, actual: Actual) -> Box<Divergence> {
+    fn divergence(
+        &self,
+        kind: DivergenceKind,
+        local: &Local,
+        expected: Option<Event>,
+        actual: Actual,
+    ) -> Box<Divergence> {
         let cursor = self.inner.cursor.load(Ordering::Acquire);
         let mut d = Divergence {
             kind,
@@ -463,7 +582,10 @@ impl Replayer {
             threads: Vec::new(),
             log: self.inner.path.clone(),
         };
-        if matches!(d.kind, DivergenceKind::Stalled { .. } | DivergenceKind::Leftover { .. }) {
+        if matches!(
+            d.kind,
+            DivergenceKind::Stalled { .. } | DivergenceKind::Leftover { .. }
+        ) {
             d.threads = self.thread_states();
         }
         Box::new(d)
@@ -480,18 +602,50 @@ impl Replayer {
             while self.read_more(&mut src) {}
         }
         let total = self.inner.source.lock().unwrap().total;
-        let consumed: u64 = self.inner.queues.read().unwrap().values().map(|q| q.consumed.load(Ordering::Relaxed)).sum();
+        let consumed: u64 = self
+            .inner
+            .queues
+            .read()
+            .unwrap()
+            .values()
+            .map(|q| q.consumed.load(Ordering::Relaxed))
+            .sum();
         if consumed >= total {
             return Ok(());
         }
         let local = LOCAL
-            .try_with(|l| l.borrow().as_ref().filter(|x| x.gen == self.inner.gen).map(|x| (x.thread, x.name.clone())))
+            .try_with(|l| {
+                l.borrow()
+                    .as_ref()
+                    .filter(|x| x.gen == self.inner.gen)
+                    .map(|x| (x.thread, x.name.clone()))
+            })
             .ok()
             .flatten();
         let (thread, name) = local.unwrap_or((0, "main".into()));
-        let tmp = Local { gen: 0, thread, queue: None, batch: Vec::new(), pos: 0, name };
+        let tmp = Local {
+            gen: 0,
+            thread,
+            queue: None,
+            batch: Vec::new(),
+            pos: 0,
+            name,
+        };
         let cursor = self.inner.cursor.load(Ordering::Acquire);
-        let mut d = self.divergence(DivergenceKind::Leftover { left: total - consumed, total }, &tmp, None, Actual { kind: 0, site: 0, digest: None, context: None });
+        let mut d = self.divergence(
+            DivergenceKind::Leftover {
+                left: total - consumed,
+                total,
+            },
+            &tmp,
+            None,
+            Actual {
+                kind: 0,
+                site: 0,
+                digest: None,
+                context: None,
+            },
+        );
         d.seq = if self.inner.strict {
             cursor
         } else {
@@ -499,7 +653,14 @@ impl Replayer {
             let queues = self.inner.queues.read().unwrap();
             queues
                 .values()
-                .filter_map(|q| q.batches.lock().unwrap().front().and_then(|b| b.first()).map(|e| e.seq))
+                .filter_map(|q| {
+                    q.batches
+                        .lock()
+                        .unwrap()
+                        .front()
+                        .and_then(|b| b.first())
+                        .map(|e| e.seq)
+                })
                 .min()
                 .unwrap_or(cursor)
         };

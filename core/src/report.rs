@@ -104,7 +104,13 @@ impl Divergence {
         let mut s = String::new();
         let _ = writeln!(s, "replay: DIVERGENCE: {}", self.headline());
         let digest = |d: Option<u64>| d.map(|d| format!(" [inputs {d:016x}]")).unwrap_or_default();
-        let site = |s: &str| if s.is_empty() { String::new() } else { format!(" at {s}") };
+        let site = |s: &str| {
+            if s.is_empty() {
+                String::new()
+            } else {
+                format!(" at {s}")
+            }
+        };
         match &self.expected {
             Some(e) => {
                 let _ = writeln!(
@@ -122,7 +128,13 @@ impl Divergence {
             None => {}
         }
         if !self.actual_kind.is_empty() {
-            let _ = writeln!(s, "  actual:   {}{}{}", self.actual_kind, site(&self.actual_site), digest(self.actual.digest));
+            let _ = writeln!(
+                s,
+                "  actual:   {}{}{}",
+                self.actual_kind,
+                site(&self.actual_site),
+                digest(self.actual.digest)
+            );
         }
         if let Some(ctx) = &self.actual.context {
             for line in ctx.lines() {
@@ -142,19 +154,32 @@ impl Divergence {
                 let state = match (&t.waiting_for, t.present) {
                     (Some((w, k)), _) => format!("waits for its turn at #{w} ({k})"),
                     (None, false) => "never started in this run".into(),
-                    (None, true) if t.consumed < t.recorded_so_far => "running, or blocked outside replay".into(),
+                    (None, true) if t.consumed < t.recorded_so_far => {
+                        "running, or blocked outside replay".into()
+                    }
                     (None, true) => "done with its events".into(),
                 };
-                let _ = writeln!(s, "    t{} {:<16} {state}; replayed {} of {} events read so far", t.id, t.name, t.consumed, t.recorded_so_far);
+                let _ = writeln!(
+                    s,
+                    "    t{} {:<16} {state}; replayed {} of {} events read so far",
+                    t.id, t.name, t.consumed, t.recorded_so_far
+                );
             }
         }
-        let _ = writeln!(s, "  next: replay dump {} --around {}", shell_quote(&self.log.display().to_string()), self.seq);
+        let _ = writeln!(
+            s,
+            "  next: replay dump {} --around {}",
+            shell_quote(&self.log.display().to_string()),
+            self.seq
+        );
         s
     }
 }
 
 fn shell_quote(s: &str) -> String {
-    if s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+".contains(c)) {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+".contains(c))
+    {
         s.to_string()
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
@@ -163,7 +188,9 @@ fn shell_quote(s: &str) -> String {
 
 /// Up to `n` events before `seq`, one line each, as `replay dump` prints them.
 fn events_before(log: &std::path::Path, seq: u64, n: u64) -> Vec<String> {
-    let Ok(reader) = LogReader::open(log) else { return Vec::new() };
+    let Ok(reader) = LogReader::open(log) else {
+        return Vec::new();
+    };
     let mut it = Ordered::new(reader);
     let from = seq.saturating_sub(n);
     let mut out = Vec::new();
@@ -172,7 +199,11 @@ fn events_before(log: &std::path::Path, seq: u64, n: u64) -> Vec<String> {
             break;
         }
         if e.seq >= from {
-            out.push(format_event(&e, it.reader.strings(), &it.reader.thread_name(e.thread)));
+            out.push(format_event(
+                &e,
+                it.reader.strings(),
+                &it.reader.thread_name(e.thread),
+            ));
         }
     }
     out
@@ -180,6 +211,18 @@ fn events_before(log: &std::path::Path, seq: u64, n: u64) -> Vec<String> {
 
 /// One event as a line of text (the format of `replay dump`).
 pub fn format_event(e: &Event, strings: &crate::reader::Strings, thread_name: &str) -> String {
-    let site = if e.site != 0 { format!(" {}", strings.name(e.site)) } else { String::new() };
-    format!("#{:<8} t{} {:<10} {}{} = {}", e.seq, e.thread, thread_name, strings.name(e.kind), site, e.payload.summary())
+    let site = if e.site != 0 {
+        format!(" {}", strings.name(e.site))
+    } else {
+        String::new()
+    };
+    format!(
+        "#{:<8} t{} {:<10} {}{} = {}",
+        e.seq,
+        e.thread,
+        thread_name,
+        strings.name(e.kind),
+        site,
+        e.payload.summary()
+    )
 }

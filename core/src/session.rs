@@ -34,7 +34,12 @@ pub struct Core {
 impl Core {
     /// Starts a session, or returns `Ok(None)` in mode `off`. `default_log` is used when no
     /// log was given (record only; the path is announced on stderr). Errors are one line.
-    pub fn start(options: Options, runtime: &str, runtime_version: &str, default_log: &str) -> Result<Option<Core>, String> {
+    pub fn start(
+        options: Options,
+        runtime: &str,
+        runtime_version: &str,
+        default_log: &str,
+    ) -> Result<Option<Core>, String> {
         let log = match (&options.log, options.mode) {
             (_, Mode::Off) => return Ok(None),
             (Some(l), _) => expand_path(l),
@@ -48,17 +53,37 @@ impl Core {
         let path = PathBuf::from(&log);
         let session = match options.mode {
             Mode::Record => {
-                let header = HeaderInfo::for_this_process(runtime, runtime_version, options.describe());
-                let cfg = RecordConfig { path: path.clone(), header, sync: options.sync, flush: options.flush, main_thread: "main".into() };
-                Session::Record(Recorder::open(cfg).map_err(|e| format!("cannot create log {log}: {e}"))?)
+                let header =
+                    HeaderInfo::for_this_process(runtime, runtime_version, options.describe());
+                let cfg = RecordConfig {
+                    path: path.clone(),
+                    header,
+                    sync: options.sync,
+                    flush: options.flush,
+                    main_thread: "main".into(),
+                };
+                Session::Record(
+                    Recorder::open(cfg).map_err(|e| format!("cannot create log {log}: {e}"))?,
+                )
             }
             Mode::Replay => {
-                let cfg = ReplayConfig { path: path.clone(), order: options.order, timeout: options.timeout };
-                Session::Replay(Replayer::open(cfg).map_err(|e| format!("cannot replay {log}: {e}"))?)
+                let cfg = ReplayConfig {
+                    path: path.clone(),
+                    order: options.order,
+                    timeout: options.timeout,
+                };
+                Session::Replay(
+                    Replayer::open(cfg).map_err(|e| format!("cannot replay {log}: {e}"))?,
+                )
             }
             Mode::Off => unreachable!(),
         };
-        Ok(Some(Core { options, session, log: path, divergences: AtomicU64::new(0) }))
+        Ok(Some(Core {
+            options,
+            session,
+            log: path,
+            divergences: AtomicU64::new(0),
+        }))
     }
 
     pub fn mode(&self) -> Mode {
@@ -91,8 +116,16 @@ impl Core {
 
     /// Replays one call, applying the policy to a divergence. `context` gives front-end
     /// detail (a stack) for the report; it is only called when there is a divergence.
-    pub fn replay(&self, kind: u32, site: u32, digest: Option<u64>, context: &dyn Fn() -> Option<String>) -> Replayed {
-        let Session::Replay(r) = &self.session else { return Replayed::Live };
+    pub fn replay(
+        &self,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+        context: &dyn Fn() -> Option<String>,
+    ) -> Replayed {
+        let Session::Replay(r) = &self.session else {
+            return Replayed::Live;
+        };
         if r.is_live() {
             return Replayed::Live;
         }
@@ -121,7 +154,10 @@ impl Core {
         let mut text = d.render();
         match self.options.policy {
             Policy::Abort => {
-                text += &format!("  (policy abort: exiting with status {})\n", crate::EXIT_DIVERGENCE);
+                text += &format!(
+                    "  (policy abort: exiting with status {})\n",
+                    crate::EXIT_DIVERGENCE
+                );
                 eprint!("{text}");
                 std::process::exit(crate::EXIT_DIVERGENCE);
             }
@@ -154,9 +190,13 @@ impl Core {
         match &self.session {
             Session::Record(r) => {
                 let dropped = r.dropped();
-                r.finish().map(|_| ()).map_err(|e| format!("log {}: {e}", self.log.display()))?;
+                r.finish()
+                    .map(|_| ())
+                    .map_err(|e| format!("log {}: {e}", self.log.display()))?;
                 if dropped > 0 {
-                    eprintln!("replay: {dropped} events came after the log was closed and are not in it");
+                    eprintln!(
+                        "replay: {dropped} events came after the log was closed and are not in it"
+                    );
                 }
                 Ok(())
             }

@@ -90,7 +90,16 @@ mod tests {
 
     #[test]
     fn round_trips_edges() {
-        let vals = [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX - 1, u64::MAX];
+        let vals = [
+            0u64,
+            1,
+            127,
+            128,
+            300,
+            u32::MAX as u64,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
         let mut buf = Vec::new();
         for v in vals {
             put(&mut buf, v);

@@ -22,7 +22,12 @@ pub struct LogWriter {
 impl LogWriter {
     /// Creates (truncating) the log with mode 0600 and writes the magic line and header.
     pub fn create(path: &Path, header: &HeaderInfo, sync: bool) -> io::Result<Self> {
-        let file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)?;
         Self::from_file(file, header, sync)
     }
 
@@ -30,7 +35,16 @@ impl LogWriter {
         // Level 1: rr's measurements (and ours on clock streams) show it about as compact as
         // higher levels on this kind of data, at a fraction of the cost.
         let zstd = zstd::bulk::Compressor::new(1)?;
-        let mut w = LogWriter { file, crc: 0, offset: 0, chunks: 0, events: 0, sync, zstd, buf: Vec::new() };
+        let mut w = LogWriter {
+            file,
+            crc: 0,
+            offset: 0,
+            chunks: 0,
+            events: 0,
+            sync,
+            zstd,
+            buf: Vec::new(),
+        };
         w.write_raw(MAGIC)?;
         w.write_frame(FrameType::Header, &header.encode(), false)?;
         w.flush_sync()?;
@@ -46,7 +60,10 @@ impl LogWriter {
 
     fn write_frame(&mut self, ty: FrameType, raw: &[u8], compress: bool) -> io::Result<()> {
         if raw.len() > MAX_RAW as usize {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "chunk over the format's size bound"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "chunk over the format's size bound",
+            ));
         }
         let (codec, stored): (u8, Vec<u8>) = if compress {
             (CODEC_ZSTD, self.zstd.compress(raw)?)
@@ -54,9 +71,18 @@ impl LogWriter {
             (CODEC_NONE, raw.to_vec())
         };
         if stored.len() > MAX_STORED as usize {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "chunk over the format's size bound"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "chunk over the format's size bound",
+            ));
         }
-        let fh = FrameHeader { ty, codec, stored_len: stored.len() as u32, raw_len: raw.len() as u32, payload_crc: crc32c::crc32c(&stored) };
+        let fh = FrameHeader {
+            ty,
+            codec,
+            stored_len: stored.len() as u32,
+            raw_len: raw.len() as u32,
+            payload_crc: crc32c::crc32c(&stored),
+        };
         // One write per frame, so a killed process leaves whole frames plus at most one
         // partial one, which the reader reports as the cut.
         self.buf.clear();

@@ -56,15 +56,23 @@ fn every_truncation_is_a_cut_or_error_never_a_panic() {
     let bytes = good_log();
     let total = read_all(&bytes).0;
     // Before the header frame is whole, opening fails (a log without a header is unusable).
-    let header_end = 13 + 24 + u32::from_le_bytes(bytes[13 + 8..13 + 12].try_into().unwrap()) as usize;
+    let header_end =
+        13 + 24 + u32::from_le_bytes(bytes[13 + 8..13 + 12].try_into().unwrap()) as usize;
     let mut last_events = 0;
     // Every prefix length near frame boundaries and a stride through the rest.
-    for len in (0..bytes.len()).step_by(7).chain(bytes.len() - 64..bytes.len()) {
-        let (n, end, err) = std::panic::catch_unwind(|| read_all(&bytes[..len])).unwrap_or_else(|_| panic!("panic on prefix of {len} bytes"));
+    for len in (0..bytes.len())
+        .step_by(7)
+        .chain(bytes.len() - 64..bytes.len())
+    {
+        let (n, end, err) = std::panic::catch_unwind(|| read_all(&bytes[..len]))
+            .unwrap_or_else(|_| panic!("panic on prefix of {len} bytes"));
         assert!(n <= total);
         match (end, err) {
             (Some(End::Cut { offset, why }), None) => {
-                assert!(offset <= len as u64, "cut offset {offset} beyond length {len}");
+                assert!(
+                    offset <= len as u64,
+                    "cut offset {offset} beyond length {len}"
+                );
                 assert!(!why.is_empty());
             }
             (None, Some(e)) => assert!(len < header_end, "prefix {len}: unexpected error {e}"),
@@ -73,7 +81,10 @@ fn every_truncation_is_a_cut_or_error_never_a_panic() {
         assert!(n >= last_events, "a longer prefix returned fewer events");
         last_events = last_events.max(n);
     }
-    assert_eq!(read_all(&[]).2.unwrap(), "empty file: not a replay log (0 bytes)");
+    assert_eq!(
+        read_all(&[]).2.unwrap(),
+        "empty file: not a replay log (0 bytes)"
+    );
 }
 
 #[test]
@@ -105,11 +116,17 @@ fn thousands_of_random_mutations_never_panic() {
                 m.drain(i..i + n);
             }
         }
-        let r = std::panic::catch_unwind(|| read_all(&m)).unwrap_or_else(|_| panic!("panic on mutation case {case}"));
+        let r = std::panic::catch_unwind(|| read_all(&m))
+            .unwrap_or_else(|_| panic!("panic on mutation case {case}"));
         if m == bytes || r.2.is_some() || matches!(r.1, Some(End::Cut { .. })) {
             detected += 1;
         } else {
-            eprintln!("undetected case {case}: {:?} len {} vs {}", r.1, m.len(), bytes.len());
+            eprintln!(
+                "undetected case {case}: {:?} len {} vs {}",
+                r.1,
+                m.len(),
+                bytes.len()
+            );
         }
     }
     // Every mutation of a complete log is covered by a checksum; all must be detected.
@@ -143,7 +160,10 @@ fn wrong_generation_and_future_reader_version() {
     let w = replay_core::writer::LogWriter::create(&p, &h, false).unwrap();
     w.finish(0).unwrap();
     let e = LogReader::open(&p).err().unwrap().to_string();
-    assert_eq!(e, "log needs reader version 7 or newer (this reader is version 1); upgrade replay");
+    assert_eq!(
+        e,
+        "log needs reader version 7 or newer (this reader is version 1); upgrade replay"
+    );
 }
 
 #[test]
@@ -157,12 +177,19 @@ fn corrupt_middle_chunk_names_its_offset_and_keeps_earlier_events() {
         let stored = u32::from_le_bytes(bytes[i + 8..i + 12].try_into().unwrap()) as usize;
         i += 24 + stored;
     }
-    assert!(frames.len() >= 4, "want several chunks, got {}", frames.len());
+    assert!(
+        frames.len() >= 4,
+        "want several chunks, got {}",
+        frames.len()
+    );
     let target = frames[2];
     let mut m = bytes.clone();
     m[target + 30] ^= 0xff;
     let (n, _, err) = read_all(&m);
     let err = err.unwrap();
-    assert_eq!(err, format!("corrupt log at offset {target}: frame payload checksum mismatch"));
+    assert_eq!(
+        err,
+        format!("corrupt log at offset {target}: frame payload checksum mismatch")
+    );
     assert!(n > 0);
 }

@@ -29,5 +29,8 @@ fn a_long_recording_does_not_grow_memory() {
     let t = r.finish().unwrap();
     assert_eq!(t.events, 30_000_000);
     let peak = peak_rss_kib();
-    assert!(peak < 256 * 1024, "peak memory {peak} KiB for a 30 M event recording");
+    assert!(
+        peak < 256 * 1024,
+        "peak memory {peak} KiB for a 30 M event recording"
+    );
 }

@@ -58,7 +58,8 @@ fn strict_replay_reproduces_the_recorded_interleaving() {
     // asked for (and been given) event 2i. Relaxed order would let B run ahead.
     let rp = common::replayer(&p, Order::Strict, Duration::from_secs(10));
     let k = rp.intern("t.value");
-    let asked: Arc<Vec<std::sync::atomic::AtomicBool>> = Arc::new((0..400).map(|_| Default::default()).collect());
+    let asked: Arc<Vec<std::sync::atomic::AtomicBool>> =
+        Arc::new((0..400).map(|_| Default::default()).collect());
     std::thread::scope(|s| {
         let (rp2, asked2) = (&rp, asked.clone());
         s.spawn(move || {
@@ -75,7 +76,11 @@ fn strict_replay_reproduces_the_recorded_interleaving() {
             for i in 0..200u64 {
                 let e = rp3.next(k, 0, None).unwrap();
                 assert_eq!(e.seq, 2 * i + 1);
-                assert!(asked3[2 * i as usize].load(std::sync::atomic::Ordering::SeqCst), "B ran ahead of A at #{}", e.seq);
+                assert!(
+                    asked3[2 * i as usize].load(std::sync::atomic::Ordering::SeqCst),
+                    "B ran ahead of A at #{}",
+                    e.seq
+                );
             }
         });
     });
@@ -136,11 +141,21 @@ fn a_thread_that_never_gets_its_turn_is_a_stall_divergence_not_a_hang() {
     });
     let d = err.expect("replay of a missing thread must stall");
     assert!(start.elapsed() < Duration::from_secs(5));
-    assert!(matches!(d.kind, DivergenceKind::Stalled { .. }), "{:?}", d.kind);
+    assert!(
+        matches!(d.kind, DivergenceKind::Stalled { .. }),
+        "{:?}",
+        d.kind
+    );
     let text = d.render();
     assert!(text.contains("no progress for 0.3s"), "{text}");
-    assert!(text.contains("worker-0") && text.contains("never started in this run"), "{text}");
-    assert!(text.contains("worker-1") && text.contains("waits for its turn"), "{text}");
+    assert!(
+        text.contains("worker-0") && text.contains("never started in this run"),
+        "{text}"
+    );
+    assert!(
+        text.contains("worker-1") && text.contains("waits for its turn"),
+        "{text}"
+    );
     assert!(text.contains("next: replay dump"), "{text}");
 }
 
@@ -155,13 +170,26 @@ fn mismatch_exhaustion_and_leftovers_are_reported() {
     for i in 0..3 {
         r.record(clock, 0, None, PayloadRef::Int(i));
     }
-    r.record(read, site, Some(7), PayloadRef::Ret { ret: 3, errno: 0, data: Some(b"abc") });
+    r.record(
+        read,
+        site,
+        Some(7),
+        PayloadRef::Ret {
+            ret: 3,
+            errno: 0,
+            data: Some(b"abc"),
+        },
+    );
     r.record(clock, 0, None, PayloadRef::Int(9));
     r.finish().unwrap();
 
     // Mismatch: the program reads with other inputs.
     let rp = common::replayer(&p, Order::Strict, Duration::from_secs(1));
-    let (clock, read, site) = (rp.intern("c.clock_gettime"), rp.intern("c.read"), rp.intern("app.c:42"));
+    let (clock, read, site) = (
+        rp.intern("c.clock_gettime"),
+        rp.intern("c.read"),
+        rp.intern("app.c:42"),
+    );
     for _ in 0..3 {
         rp.next(clock, 0, None).unwrap();
     }
@@ -170,22 +198,38 @@ fn mismatch_exhaustion_and_leftovers_are_reported() {
     assert_eq!(d.seq, 3);
     let text = d.render();
     assert!(text.contains("event #3 in thread 0 \"main\""), "{text}");
-    assert!(text.contains("expected: c.read at app.c:42 [inputs 0000000000000007] -> ret=3 bytes[3] \"abc\""), "{text}");
-    assert!(text.contains("actual:   c.read at app.c:42 [inputs 0000000000000008]"), "{text}");
+    assert!(
+        text.contains(
+            "expected: c.read at app.c:42 [inputs 0000000000000007] -> ret=3 bytes[3] \"abc\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("actual:   c.read at app.c:42 [inputs 0000000000000008]"),
+        "{text}"
+    );
     assert!(text.contains("#2 "), "last events before: {text}");
     assert!(text.contains("--around 3"), "{text}");
     drop(rp);
 
     // Exhausted: more calls than recorded.
     let rp = common::replayer(&p, Order::Relaxed, Duration::from_secs(1));
-    let (clock, read, site) = (rp.intern("c.clock_gettime"), rp.intern("c.read"), rp.intern("app.c:42"));
+    let (clock, read, site) = (
+        rp.intern("c.clock_gettime"),
+        rp.intern("c.read"),
+        rp.intern("app.c:42"),
+    );
     for _ in 0..3 {
         rp.next(clock, 0, None).unwrap();
     }
     rp.next(read, site, Some(7)).unwrap();
     rp.next(clock, 0, None).unwrap();
     let d = rp.next(clock, 0, None).unwrap_err();
-    assert!(matches!(d.kind, DivergenceKind::Exhausted { recorded: 5 }), "{:?}", d.kind);
+    assert!(
+        matches!(d.kind, DivergenceKind::Exhausted { recorded: 5 }),
+        "{:?}",
+        d.kind
+    );
     assert!(d.render().contains("after its 5 recorded events ran out"));
     rp.finish().unwrap();
     drop(rp);
@@ -195,8 +239,17 @@ fn mismatch_exhaustion_and_leftovers_are_reported() {
     let clock = rp.intern("c.clock_gettime");
     rp.next(clock, 0, None).unwrap();
     let d = rp.finish().unwrap_err();
-    assert!(matches!(d.kind, DivergenceKind::Leftover { left: 4, total: 5 }), "{:?}", d.kind);
-    assert!(d.render().contains("ended with 4 of 5 recorded events not replayed (first: #1)"), "{}", d.render());
+    assert!(
+        matches!(d.kind, DivergenceKind::Leftover { left: 4, total: 5 }),
+        "{:?}",
+        d.kind
+    );
+    assert!(
+        d.render()
+            .contains("ended with 4 of 5 recorded events not replayed (first: #1)"),
+        "{}",
+        d.render()
+    );
 }
 
 #[test]
@@ -212,7 +265,12 @@ fn relaxed_mode_lets_threads_run_in_any_order() {
             s.spawn(|| {
                 rp.name_thread(&format!("worker-{t}"));
                 for i in 0..1000u64 {
-                    assert_eq!(rp.next(k, 0, None).unwrap().payload, Payload::Uint { value: u64::from(t) << 32 | i });
+                    assert_eq!(
+                        rp.next(k, 0, None).unwrap().payload,
+                        Payload::Uint {
+                            value: u64::from(t) << 32 | i
+                        }
+                    );
                 }
             });
         });
@@ -236,11 +294,20 @@ fn unnamed_threads_bind_in_order_of_first_appearance_and_unknown_threads_diverge
     let k = rp.intern("v");
     for t in 0..2u64 {
         std::thread::scope(|s| {
-            s.spawn(|| assert_eq!(rp.next(k, 0, None).unwrap().payload, Payload::Uint { value: t }));
+            s.spawn(|| {
+                assert_eq!(
+                    rp.next(k, 0, None).unwrap().payload,
+                    Payload::Uint { value: t }
+                )
+            });
         });
     }
     let d = std::thread::scope(|s| s.spawn(|| rp.next(k, 0, None).unwrap_err()).join().unwrap());
-    assert!(d.render().contains("the recording has no such thread"), "{}", d.render());
+    assert!(
+        d.render().contains("the recording has no such thread"),
+        "{}",
+        d.render()
+    );
 }
 
 #[test]
@@ -264,7 +331,10 @@ fn cut_log_replays_up_to_its_last_chunk() {
     let rp = common::replayer(&p, Order::Strict, Duration::from_millis(200));
     let k = rp.intern("v");
     for i in 0..100u64 {
-        assert_eq!(rp.next(k, 0, None).unwrap().payload, Payload::Uint { value: i });
+        assert_eq!(
+            rp.next(k, 0, None).unwrap().payload,
+            Payload::Uint { value: i }
+        );
     }
     assert!(rp.next(k, 0, None).is_err());
     assert!(matches!(rp.end(), Some(End::Cut { .. })));

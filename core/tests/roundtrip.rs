@@ -24,7 +24,16 @@ fn record_read_replay_single_thread() {
     for i in 0..10_000u64 {
         r.record(k, 0, None, PayloadRef::Uint(1_000_000 + i * 37));
     }
-    r.record(k2, 0, Some(42), PayloadRef::Ret { ret: 5, errno: 0, data: Some(b"hello") });
+    r.record(
+        k2,
+        0,
+        Some(42),
+        PayloadRef::Ret {
+            ret: 5,
+            errno: 0,
+            data: Some(b"hello"),
+        },
+    );
     let t = r.finish().unwrap();
     assert_eq!(t.events, 10_001);
 
@@ -36,15 +45,32 @@ fn record_read_replay_single_thread() {
     assert_eq!(n, 10_001);
     assert!(matches!(rd.end(), Some(End::Complete(_))));
 
-    let rp = Replayer::open(ReplayConfig { path: p.clone(), order: Order::Strict, timeout: Duration::from_secs(2) }).unwrap();
+    let rp = Replayer::open(ReplayConfig {
+        path: p.clone(),
+        order: Order::Strict,
+        timeout: Duration::from_secs(2),
+    })
+    .unwrap();
     let k = rp.intern("test.clock");
     let k2 = rp.intern("test.read");
     for i in 0..10_000u64 {
         let e = rp.next(k, 0, None).unwrap();
-        assert_eq!(e.payload, Payload::Uint { value: 1_000_000 + i * 37 });
+        assert_eq!(
+            e.payload,
+            Payload::Uint {
+                value: 1_000_000 + i * 37
+            }
+        );
     }
     let e = rp.next(k2, 0, Some(42)).unwrap();
-    assert_eq!(e.payload, Payload::Ret { ret: 5, errno: 0, data: Some(b"hello".to_vec()) });
+    assert_eq!(
+        e.payload,
+        Payload::Ret {
+            ret: 5,
+            errno: 0,
+            data: Some(b"hello".to_vec())
+        }
+    );
     rp.finish().unwrap();
 }
 
@@ -54,7 +80,10 @@ fn log_is_private_and_idle_threads_reach_disk_within_the_flush_interval() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("idle.replay");
     let r = rec(&p); // flush interval 20 ms
-    assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&p).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let k = r.intern("v");
     std::thread::scope(|s| {
         s.spawn(|| {

@@ -13,7 +13,11 @@ pub enum PayloadRef<'a> {
     Uint(u64),
     Float(f64),
     Bytes(&'a [u8]),
-    Ret { ret: i64, errno: i32, data: Option<&'a [u8]> },
+    Ret {
+        ret: i64,
+        errno: i32,
+        data: Option<&'a [u8]>,
+    },
     Record(&'a Record),
 }
 
@@ -25,7 +29,11 @@ impl<'a> PayloadRef<'a> {
             Payload::Uint { value } => PayloadRef::Uint(*value),
             Payload::Float { value } => PayloadRef::Float(*value),
             Payload::Bytes { data } => PayloadRef::Bytes(data),
-            Payload::Ret { ret, errno, data } => PayloadRef::Ret { ret: *ret, errno: *errno, data: data.as_deref() },
+            Payload::Ret { ret, errno, data } => PayloadRef::Ret {
+                ret: *ret,
+                errno: *errno,
+                data: data.as_deref(),
+            },
             Payload::Record { record } => PayloadRef::Record(record),
         }
     }
@@ -109,8 +117,15 @@ impl RunBuilder {
 
     /// Approximate encoded size, used to cut batches before they grow past the bounds.
     pub fn approx_bytes(&self) -> usize {
-        self.seq_gaps.len() + self.kinds.len() + self.flags.len() + self.sites.len() + self.digests.len()
-            + self.ints.len() + self.errnos.len() + self.lengths.len() + self.blobs.len()
+        self.seq_gaps.len()
+            + self.kinds.len()
+            + self.flags.len()
+            + self.sites.len()
+            + self.digests.len()
+            + self.ints.len()
+            + self.errnos.len()
+            + self.lengths.len()
+            + self.blobs.len()
             + self.records.len() * 64
     }
 
@@ -132,7 +147,9 @@ impl RunBuilder {
             PayloadRef::Uint(v) => (PayloadType::Uint, Some(v), 0, None),
             PayloadRef::Float(v) => (PayloadType::Float, Some(v.to_bits()), 0, None),
             PayloadRef::Bytes(d) => (PayloadType::Bytes, None, 0, Some(d)),
-            PayloadRef::Ret { ret, errno, data } => (PayloadType::Ret, Some(ret as u64), errno, data),
+            PayloadRef::Ret { ret, errno, data } => {
+                (PayloadType::Ret, Some(ret as u64), errno, data)
+            }
             PayloadRef::Record(r) => {
                 self.records.push(r.clone());
                 (PayloadType::Record, None, 0, None)
@@ -220,7 +237,8 @@ impl BatchBuilder {
     }
 
     pub fn approx_bytes(&self) -> usize {
-        self.runs.iter().map(|r| r.approx_bytes()).sum::<usize>() + self.strings.iter().map(|s| s.1.len() + 16).sum::<usize>()
+        self.runs.iter().map(|r| r.approx_bytes()).sum::<usize>()
+            + self.strings.iter().map(|s| s.1.len() + 16).sum::<usize>()
     }
 
     /// Serializes to an unpacked Cap'n Proto message (the frame compresses it).
@@ -272,7 +290,9 @@ pub struct DecodedRun {
 }
 
 /// Reads a Cap'n Proto message from untrusted bytes with bounded traversal and nesting.
-pub(crate) fn read_message(bytes: &[u8]) -> capnp::Result<capnp::message::Reader<capnp::serialize::OwnedSegments>> {
+pub(crate) fn read_message(
+    bytes: &[u8],
+) -> capnp::Result<capnp::message::Reader<capnp::serialize::OwnedSegments>> {
     let mut opts = capnp::message::ReaderOptions::new();
     // Traversal is bounded by the message size itself (plus slack for far pointers), so a
     // crafted message cannot make the reader loop over the same words forever.
@@ -291,7 +311,11 @@ impl DecodedBatch {
         let b = msg.get_root::<batch::Reader>().map_err(cap)?;
         let mut out = DecodedBatch::default();
         for s in b.get_strings().map_err(cap)? {
-            let text = s.get_text().map_err(cap)?.to_string().map_err(|e| cap(e.into()))?;
+            let text = s
+                .get_text()
+                .map_err(cap)?
+                .to_string()
+                .map_err(|e| cap(e.into()))?;
             out.strings.push((s.get_id(), text));
         }
         for t in b.get_threads().map_err(cap)? {
@@ -301,7 +325,8 @@ impl DecodedBatch {
             out.marks.push((m.get_seq(), m.get_mono_ns()));
         }
         for r in b.get_runs().map_err(cap)? {
-            out.runs.push(decode_run(r).map_err(|why| bad(format!("thread run: {why}")))?);
+            out.runs
+                .push(decode_run(r).map_err(|why| bad(format!("thread run: {why}")))?);
         }
         Ok(out)
     }
@@ -335,12 +360,16 @@ fn decode_run(r: run::Reader<'_>) -> Result<DecodedRun, String> {
     for (i, &fl) in flags.iter().enumerate() {
         if i > 0 {
             let gap = gaps.varint().ok_or_else(|| short("seqGaps"))?;
-            seq = seq.checked_add(gap).and_then(|s| s.checked_add(1)).ok_or("sequence number overflows")?;
+            seq = seq
+                .checked_add(gap)
+                .and_then(|s| s.checked_add(1))
+                .ok_or("sequence number overflows")?;
         }
         let kind = kinds.varint().ok_or_else(|| short("kinds"))?;
         let kind = u32::try_from(kind).map_err(|_| "kind id out of range")?;
         let site = if fl & FLAG_SITE != 0 {
-            u32::try_from(sites.varint().ok_or_else(|| short("sites"))?).map_err(|_| "site id out of range")?
+            u32::try_from(sites.varint().ok_or_else(|| short("sites"))?)
+                .map_err(|_| "site id out of range")?
         } else {
             0
         };
@@ -350,7 +379,8 @@ fn decode_run(r: run::Reader<'_>) -> Result<DecodedRun, String> {
         } else {
             None
         };
-        let ty = PayloadType::from_u8(fl & FLAG_TYPE_MASK).ok_or_else(|| format!("unknown payload type {}", fl & FLAG_TYPE_MASK))?;
+        let ty = PayloadType::from_u8(fl & FLAG_TYPE_MASK)
+            .ok_or_else(|| format!("unknown payload type {}", fl & FLAG_TYPE_MASK))?;
         let mut int = || -> Result<u64, String> {
             let d = varint::unzigzag(ints.varint().ok_or_else(|| short("ints"))?);
             let prev = deltas.slot(kind);
@@ -372,11 +402,21 @@ fn decode_run(r: run::Reader<'_>) -> Result<DecodedRun, String> {
         };
         let payload = match ty {
             PayloadType::None => Payload::None,
-            PayloadType::Int => Payload::Int { value: int()? as i64 },
+            PayloadType::Int => Payload::Int {
+                value: int()? as i64,
+            },
             PayloadType::Uint => Payload::Uint { value: int()? },
-            PayloadType::Float => Payload::Float { value: f64::from_bits(int()?) },
-            PayloadType::Bytes => Payload::Bytes { data: data.ok_or("bytes event without bytes")? },
-            PayloadType::Ret => Payload::Ret { ret: int()? as i64, errno, data },
+            PayloadType::Float => Payload::Float {
+                value: f64::from_bits(int()?),
+            },
+            PayloadType::Bytes => Payload::Bytes {
+                data: data.ok_or("bytes event without bytes")?,
+            },
+            PayloadType::Ret => Payload::Ret {
+                ret: int()? as i64,
+                errno,
+                data,
+            },
             PayloadType::Record => {
                 if rec_i >= records.len() {
                     return Err(short("records"));
@@ -390,15 +430,35 @@ fn decode_run(r: run::Reader<'_>) -> Result<DecodedRun, String> {
         // and cost a sixth of the reader's time.
         if events.len() < events.capacity() {
             let len = events.len();
-            events.spare_capacity_mut()[0].write(Event { seq, thread, kind, site, digest, payload });
+            events.spare_capacity_mut()[0].write(Event {
+                seq,
+                thread,
+                kind,
+                site,
+                digest,
+                payload,
+            });
             // SAFETY: the slot at `len` was just initialised and is within capacity.
             unsafe { events.set_len(len + 1) };
         } else {
-            events.push(Event { seq, thread, kind, site, digest, payload });
+            events.push(Event {
+                seq,
+                thread,
+                kind,
+                site,
+                digest,
+                payload,
+            });
         }
     }
-    let leftover = gaps.remaining() + kinds.remaining() + sites.remaining() + digests.remaining() + ints.remaining()
-        + errnos.remaining() + lengths.remaining() + blobs.remaining();
+    let leftover = gaps.remaining()
+        + kinds.remaining()
+        + sites.remaining()
+        + digests.remaining()
+        + ints.remaining()
+        + errnos.remaining()
+        + lengths.remaining()
+        + blobs.remaining();
     if leftover != 0 || rec_i != records.len() {
         return Err("columns hold more entries than the events use".into());
     }
@@ -412,12 +472,18 @@ fn decode_record(r: record::Reader<'_>, depth: u32) -> Result<Record, String> {
     let e = |e: capnp::Error| e.to_string();
     let mut fields = Vec::new();
     for f in r.get_fields().map_err(e)? {
-        let name = f.get_name().map_err(e)?.to_string().map_err(|x| x.to_string())?;
+        let name = f
+            .get_name()
+            .map_err(e)?
+            .to_string()
+            .map_err(|x| x.to_string())?;
         let value = match f.get_value().which().map_err(|x| x.to_string())? {
             field::value::Int(x) => FieldValue::Int(x),
             field::value::Uint(x) => FieldValue::Uint(x),
             field::value::Float(x) => FieldValue::Float(x),
-            field::value::Text(t) => FieldValue::Text(t.map_err(e)?.to_string().map_err(|x| x.to_string())?),
+            field::value::Text(t) => {
+                FieldValue::Text(t.map_err(e)?.to_string().map_err(|x| x.to_string())?)
+            }
             field::value::Bytes(d) => FieldValue::Bytes(d.map_err(e)?.to_vec()),
             field::value::Record(r) => FieldValue::Record(decode_record(r.map_err(e)?, depth + 1)?),
         };
@@ -434,12 +500,26 @@ mod tests {
     fn every_payload_kind_round_trips() {
         let rec = Record {
             fields: vec![
-                Field { name: "method".into(), value: FieldValue::Text("GET".into()) },
-                Field { name: "status".into(), value: FieldValue::Int(200) },
-                Field { name: "body".into(), value: FieldValue::Bytes(vec![0, 1, 2]) },
+                Field {
+                    name: "method".into(),
+                    value: FieldValue::Text("GET".into()),
+                },
+                Field {
+                    name: "status".into(),
+                    value: FieldValue::Int(200),
+                },
+                Field {
+                    name: "body".into(),
+                    value: FieldValue::Bytes(vec![0, 1, 2]),
+                },
                 Field {
                     name: "inner".into(),
-                    value: FieldValue::Record(Record { fields: vec![Field { name: "x".into(), value: FieldValue::Float(1.5) }] }),
+                    value: FieldValue::Record(Record {
+                        fields: vec![Field {
+                            name: "x".into(),
+                            value: FieldValue::Float(1.5),
+                        }],
+                    }),
                 },
             ],
         };
@@ -449,16 +529,37 @@ mod tests {
             Payload::Int { value: i64::MIN },
             Payload::Uint { value: u64::MAX },
             Payload::Float { value: 0.25 },
-            Payload::Bytes { data: b"hello".to_vec() },
-            Payload::Ret { ret: -1, errno: 2, data: None },
-            Payload::Ret { ret: 16, errno: 0, data: Some(vec![9; 16]) },
+            Payload::Bytes {
+                data: b"hello".to_vec(),
+            },
+            Payload::Ret {
+                ret: -1,
+                errno: 2,
+                data: None,
+            },
+            Payload::Ret {
+                ret: 16,
+                errno: 0,
+                data: Some(vec![9; 16]),
+            },
             Payload::Record { record: rec },
         ];
         let mut rb = RunBuilder::new(3);
         for (i, p) in payloads.iter().enumerate() {
-            rb.push(10 + 2 * i as u64, 1 + (i as u32 % 2), i as u32 % 3, (i % 2 == 0).then_some(i as u64 * 77), PayloadRef::from_payload(p));
+            rb.push(
+                10 + 2 * i as u64,
+                1 + (i as u32 % 2),
+                i as u32 % 3,
+                (i % 2 == 0).then_some(i as u64 * 77),
+                PayloadRef::from_payload(p),
+            );
         }
-        let batch = BatchBuilder { strings: vec![(1, "a".into()), (2, "b".into())], threads: vec![(3, 0)], runs: vec![rb], marks: vec![(5, 99)] };
+        let batch = BatchBuilder {
+            strings: vec![(1, "a".into()), (2, "b".into())],
+            threads: vec![(3, 0)],
+            runs: vec![rb],
+            marks: vec![(5, 99)],
+        };
         let bytes = batch.encode();
         let back = DecodedBatch::decode(&bytes, 0).unwrap();
         assert_eq!(back.strings.len(), 2);

@@ -73,10 +73,16 @@ impl FrameHeader {
         let stored_len = u32::from_le_bytes(h[8..12].try_into().unwrap());
         let raw_len = u32::from_le_bytes(h[12..16].try_into().unwrap());
         if stored_len > super::MAX_STORED {
-            return Err(bad(format!("frame of {stored_len} bytes exceeds the {} byte bound", super::MAX_STORED)));
+            return Err(bad(format!(
+                "frame of {stored_len} bytes exceeds the {} byte bound",
+                super::MAX_STORED
+            )));
         }
         if raw_len > super::MAX_RAW {
-            return Err(bad(format!("frame expands to {raw_len} bytes, over the {} byte bound", super::MAX_RAW)));
+            return Err(bad(format!(
+                "frame expands to {raw_len} bytes, over the {} byte bound",
+                super::MAX_RAW
+            )));
         }
         if codec == CODEC_NONE && raw_len != stored_len {
             return Err(bad("uncompressed frame with differing lengths".into()));
@@ -97,14 +103,23 @@ mod tests {
 
     #[test]
     fn header_round_trip_and_every_bit_flip_is_caught() {
-        let fh = FrameHeader { ty: FrameType::Chunk, codec: CODEC_ZSTD, stored_len: 1234, raw_len: 5678, payload_crc: 0xdead_beef };
+        let fh = FrameHeader {
+            ty: FrameType::Chunk,
+            codec: CODEC_ZSTD,
+            stored_len: 1234,
+            raw_len: 5678,
+            payload_crc: 0xdead_beef,
+        };
         let enc = fh.encode();
         assert_eq!(FrameHeader::decode(&enc, 0).unwrap(), fh);
         for byte in 0..FRAME_HEADER_LEN {
             for bit in 0..8 {
                 let mut m = enc;
                 m[byte] ^= 1 << bit;
-                assert!(FrameHeader::decode(&m, 7).is_err(), "flip of byte {byte} bit {bit} accepted");
+                assert!(
+                    FrameHeader::decode(&m, 7).is_err(),
+                    "flip of byte {byte} bit {bit} accepted"
+                );
             }
         }
     }

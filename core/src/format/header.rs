@@ -22,14 +22,22 @@ pub struct HeaderInfo {
 
 impl HeaderInfo {
     /// A header describing the current process, for the given front end.
-    pub fn for_this_process(runtime: &str, runtime_version: &str, options: Vec<(String, String)>) -> Self {
+    pub fn for_this_process(
+        runtime: &str,
+        runtime_version: &str,
+        options: Vec<(String, String)>,
+    ) -> Self {
         HeaderInfo {
             format_version: super::FORMAT_VERSION,
             min_reader_version: super::MIN_READER_VERSION,
             runtime: runtime.into(),
             runtime_version: runtime_version.into(),
-            argv: std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect(),
-            cwd: std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default(),
+            argv: std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            cwd: std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
             host: hostname(),
             pid: std::process::id(),
             start_time_unix_ns: unix_now_ns(),
@@ -66,11 +74,14 @@ impl HeaderInfo {
     }
 
     pub fn decode(bytes: &[u8], offset: u64) -> Result<Self, LogError> {
-        let bad = |e: capnp::Error| LogError::Corrupt { offset, why: format!("unreadable header: {e}") };
+        let bad = |e: capnp::Error| LogError::Corrupt {
+            offset,
+            why: format!("unreadable header: {e}"),
+        };
         let msg = super::batch::read_message(bytes).map_err(bad)?;
         let h = msg.get_root::<header::Reader>().map_err(bad)?;
         let text = |t: capnp::Result<capnp::text::Reader>| -> Result<String, LogError> {
-            Ok(t.map_err(bad)?.to_string().map_err(|e| bad(e.into()))?)
+            t.map_err(bad)?.to_string().map_err(|e| bad(e.into()))
         };
         let mut argv = Vec::new();
         for a in h.get_argv().map_err(bad)? {
@@ -121,7 +132,10 @@ impl TrailerInfo {
     }
 
     pub fn decode(bytes: &[u8], offset: u64) -> Result<Self, LogError> {
-        let bad = |e: capnp::Error| LogError::Corrupt { offset, why: format!("unreadable trailer: {e}") };
+        let bad = |e: capnp::Error| LogError::Corrupt {
+            offset,
+            why: format!("unreadable trailer: {e}"),
+        };
         let msg = super::batch::read_message(bytes).map_err(bad)?;
         let t = msg.get_root::<trailer::Reader>().map_err(bad)?;
         Ok(TrailerInfo {

@@ -17,13 +17,21 @@ pub fn recorder(path: &Path) -> Recorder {
 }
 
 pub fn replayer(path: &Path, order: Order, timeout: Duration) -> Replayer {
-    Replayer::open(ReplayConfig { path: path.to_path_buf(), order, timeout }).unwrap()
+    Replayer::open(ReplayConfig {
+        path: path.to_path_buf(),
+        order,
+        timeout,
+    })
+    .unwrap()
 }
 
 /// A log with several chunks, three threads and every payload type.
 pub fn varied_log(path: &Path) {
     let r = recorder(path);
-    let kinds: Vec<u32> = ["a.int", "a.float", "a.bytes", "a.ret", "a.rec", "a.none"].iter().map(|k| r.intern(k)).collect();
+    let kinds: Vec<u32> = ["a.int", "a.float", "a.bytes", "a.ret", "a.rec", "a.none"]
+        .iter()
+        .map(|k| r.intern(k))
+        .collect();
     let site = r.intern("file.c:10");
     std::thread::scope(|s| {
         for t in 0..3u32 {
@@ -33,17 +41,31 @@ pub fn varied_log(path: &Path) {
                 r.name_thread(&format!("w{t}"));
                 for i in 0..3000u64 {
                     let k = kinds[(i % 6) as usize];
-                    let rec = Record { fields: vec![Field { name: "status".into(), value: FieldValue::Int(i as i64) }] };
+                    let rec = Record {
+                        fields: vec![Field {
+                            name: "status".into(),
+                            value: FieldValue::Int(i as i64),
+                        }],
+                    };
                     let data = vec![(i % 251) as u8; (i % 40) as usize];
                     let p = match i % 6 {
                         0 => PayloadRef::Int(i as i64 * -3),
                         1 => PayloadRef::Float(i as f64 / 7.0),
                         2 => PayloadRef::Bytes(&data),
-                        3 => PayloadRef::Ret { ret: i as i64, errno: (i % 3) as i32, data: Some(&data) },
+                        3 => PayloadRef::Ret {
+                            ret: i as i64,
+                            errno: (i % 3) as i32,
+                            data: Some(&data),
+                        },
                         4 => PayloadRef::Record(&rec),
                         _ => PayloadRef::None,
                     };
-                    r.record(k, if i % 2 == 0 { site } else { 0 }, (i % 3 == 0).then_some(i), p);
+                    r.record(
+                        k,
+                        if i % 2 == 0 { site } else { 0 },
+                        (i % 3 == 0).then_some(i),
+                        p,
+                    );
                     if i % 1000 == 999 {
                         r.flush();
                     }
