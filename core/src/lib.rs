@@ -13,6 +13,7 @@
 //!   [`guard`]: the nested-call guard; [`session`]: one process-wide record/replay session.
 
 #[allow(clippy::all, unused, missing_docs)]
+#[rustfmt::skip]
 #[path = "generated/replay_capnp.rs"]
 pub mod replay_capnp;
 
