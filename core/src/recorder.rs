@@ -28,6 +28,9 @@ const MAX_DATA: usize = 256 << 10;
 const MAX_PENDING: usize = 64;
 /// A batch is written once it holds this many encoded bytes, so frames stay small.
 const BATCH_BYTES: usize = 8 << 20;
+/// ... or this many events, so a reader decodes at most ~5 MiB of events at a time (a clock
+/// stream compresses so well that the byte bound alone let chunks hold a million events).
+const BATCH_EVENTS: u64 = 65536;
 
 #[derive(Clone, Copy)]
 struct RawEvent {
@@ -635,7 +638,7 @@ impl Flusher {
     }
 
     fn write_if_big(&mut self) -> Result<(), String> {
-        if self.batch.approx_bytes() >= BATCH_BYTES {
+        if self.batch.approx_bytes() >= BATCH_BYTES || self.batch.event_count() >= BATCH_EVENTS {
             self.write()?;
         }
         Ok(())
