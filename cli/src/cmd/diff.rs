@@ -18,7 +18,8 @@ Events are compared in sequence order by number, thread, kind, call site, input 
 and payload. Header differences (runtime, argv, ...) are listed as notes and do not
 count as a difference. Exit 0 if the event streams are identical, 1 if they differ
 (or a corrupt chunk stops either log before its end), 3 if a log cannot be read.
-A cut log is compared as far as it goes (a note says it was cut)."
+A cut log is compared as far as it goes (a note says it was cut); the same events in a
+complete and a cut log exit 1, since the cut one may have lost events."
 )]
 pub struct Args {
     /// The first log
@@ -187,16 +188,20 @@ pub fn run(args: Args) -> Res<u8> {
     };
     // A difference found early leaves the rest unread: only a log read to its end has a status.
     let mut corrupt = false;
+    let mut complete = [true, true];
     if found.is_none() {
-        for s in [&a, &b] {
+        for (i, s) in [&a, &b].into_iter().enumerate() {
             match Status::of(&s.it.reader, s.it.error()) {
                 Status::Complete { .. } => {}
-                st @ Status::Cut { .. } => outln!(
-                    out,
-                    "note: {}: {} (compared the events before it)",
-                    s.name,
-                    st.text()
-                )?,
+                st @ Status::Cut { .. } => {
+                    complete[i] = false;
+                    outln!(
+                        out,
+                        "note: {}: {} (compared the events before it)",
+                        s.name,
+                        st.text()
+                    )?
+                }
                 st @ Status::Corrupt { .. } => {
                     corrupt = true;
                     outln!(
@@ -211,6 +216,15 @@ pub fn run(args: Args) -> Res<u8> {
     }
     let code = match found {
         None if corrupt => EXIT_PROBLEM,
+        // Same events, but one recording was cut and the other closed cleanly: the cut one
+        // may have lost events after its last chunk, so they are not known to be identical.
+        None if complete[0] != complete[1] => {
+            outln!(
+                out,
+                "same {common} events, but only one of the logs is complete"
+            )?;
+            EXIT_PROBLEM
+        }
         None => {
             outln!(out, "identical: {common} events")?;
             EXIT_OK
