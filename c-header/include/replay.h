@@ -1,0 +1,434 @@
+/* replay.h: the C front end of replay, a record/replay suite.
+ *
+ * GENERATED from c-header/src/lib.rs (cbindgen, c-header/build.rs) and c-header/src/macros.h:
+ * do not edit. Regenerate with
+ *   REPLAY_UPDATE_HEADER=1 cargo test -p replay-c --test header_current
+ */
+
+#pragma once
+
+
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/**
+ * `replay_enter`: run the call live and do not record it (replay off, gone live, or a
+ * nested macro use inside a call that is already being recorded).
+ */
+#define REPLAY_ENTER_LIVE 0
+
+/**
+ * `replay_enter`: record the call. The nested-call guard is now held; the matching
+ * `replay_record_*` call releases it.
+ */
+#define REPLAY_ENTER_RECORD 1
+
+/**
+ * `replay_enter`: replay the call: ask `replay_replay_*` for its recorded result.
+ */
+#define REPLAY_ENTER_REPLAY 2
+
+/**
+ * Value type for `replay_record_value`/`replay_replay_value`: a signed integer (sign-extended
+ * to 64 bits).
+ */
+#define REPLAY_VALUE_SIGNED 0
+
+/**
+ * Value type: an unsigned integer or `_Bool` (zero-extended to 64 bits).
+ */
+#define REPLAY_VALUE_UNSIGNED 1
+
+/**
+ * Value type: `float` or `double` (the bits of the value as a `double`).
+ */
+#define REPLAY_VALUE_FLOAT 2
+
+/**
+ * Call type for `replay_record_ret`/`replay_replay_ret`: return value and errno only.
+ */
+#define REPLAY_HOW_CALL 0
+
+/**
+ * Call type: also `cap` bytes at an out-pointer (`REPLAY_CALL_OUT`).
+ */
+#define REPLAY_HOW_OUT 1
+
+/**
+ * Call type: also the first `ret` bytes of a buffer when `ret > 0` (`REPLAY_READ`).
+ */
+#define REPLAY_HOW_READ 2
+
+/**
+ * `replay_mode()`: no session (replay off, never started, or shut down).
+ */
+#define REPLAY_MODE_OFF 0
+
+/**
+ * `replay_mode()`: recording.
+ */
+#define REPLAY_MODE_RECORD 1
+
+/**
+ * `replay_mode()`: replaying.
+ */
+#define REPLAY_MODE_REPLAY 2
+
+/**
+ * `replay_mode()`: replay diverged under the `warn-live` policy; calls now run live.
+ */
+#define REPLAY_MODE_LIVE 3
+
+/**
+ * One call site of a macro. Each macro use declares one `static` instance; the library
+ * fills the cached fields on first use (thread-safe: concurrent first uses compute the same
+ * values), so later calls do no string work.
+ *
+ * To write your own macro, declare `static replay_site s = REPLAY_SITE_INIT("c.mykind",
+ * "what identifies the call");` and follow the pattern of `REPLAY_CALL` below.
+ */
+typedef struct replay_site {
+  /**
+   * Session generation the cached fields belong to; 0 = not filled yet. Library-owned.
+   */
+  uint32_t ready;
+  /**
+   * Cached string-table id of `kind_name`. Library-owned.
+   */
+  uint32_t kind;
+  /**
+   * Cached string-table id of `site_name`. Library-owned.
+   */
+  uint32_t site;
+  /**
+   * Zero.
+   */
+  uint32_t reserved;
+  /**
+   * Cached input digest of (`site_name`, `func`). Library-owned.
+   */
+  uint64_t digest;
+  /**
+   * The event kind, such as `"c.clock_gettime"` or `"c.value"`.
+   */
+  const char *kind_name;
+  /**
+   * The call site, `"file.c:42"`.
+   */
+  const char *site_name;
+  /**
+   * What identifies the call for verification: the function name, or the expression
+   * text for `REPLAY_VALUE`. Hashed with `site_name` into `digest`.
+   */
+  const char *func;
+  /**
+   * The enclosing C function (`__func__`), shown in divergence reports; may be NULL.
+   */
+  const char *caller;
+} replay_site;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Starts a session from the environment: `REPLAY_MODE` (`record`, `replay` or `off`; unset
+ * means off), `REPLAY_LOG` (the log file; `%p` and `%t` expand to the pid and a timestamp;
+ * record defaults to `replay-%p.replay`) and the other options as `REPLAY_<KEY>`
+ * (`REPLAY_POLICY=abort|warn-live|warn-continue`, `REPLAY_ORDER=strict|relaxed`,
+ * `REPLAY_SYNC`, `REPLAY_FLUSH`, `REPLAY_TIMEOUT`). Unknown `REPLAY_*` variables get one
+ * warning line each.
+ *
+ * Returns 0 on success (including mode off). On a bad option value, a log that cannot be
+ * created, or a log that cannot be replayed, prints one line `replay: <reason>` to stderr,
+ * leaves replay off (the program runs live) and returns non-zero. Calling it again while a
+ * session runs does nothing and returns 0. Registers an `atexit` handler that shuts the
+ * session down if the program does not call `replay_shutdown`. A child made by `fork()`
+ * runs live and is not recorded (the session's threads do not exist in it).
+ *
+ * The macro of the same name below passes the compiler's version for the log header;
+ * `(replay_init_from_env)()` calls this function directly.
+ */
+int replay_init_from_env(void);
+
+/**
+ * `replay_init_from_env`, with a description of the compiler (such as `"gcc 12.2.0"`) to
+ * store in the log header. `compiler` may be NULL.
+ *
+ * # Safety
+ * `compiler` is NULL or a NUL-terminated string.
+ */
+int replay_init_with_info(const char *compiler);
+
+/**
+ * Ends the session. Record: writes everything recorded and closes the log. Replay: checks
+ * that every recorded event was replayed; events left over are a divergence, handled by
+ * the policy (`abort` exits with status 86). Returns 0, or non-zero after one line on
+ * stderr. Later macro uses run live. Harmless when no session runs.
+ */
+int replay_shutdown(void);
+
+/**
+ * Writes everything recorded so far to the log and returns once it is written (record
+ * only; otherwise does nothing). Returns non-zero if writing the log failed.
+ */
+int replay_flush(void);
+
+/**
+ * Names the calling thread. Logical threads are matched between record and replay by
+ * name, so give every thread that uses the macros a unique name before its first macro
+ * use; unnamed threads are matched in order of their first event. NULL is ignored.
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string.
+ */
+void replay_thread_name(const char *name);
+
+/**
+ * The current mode: `REPLAY_MODE_OFF` (0), `REPLAY_MODE_RECORD` (1), `REPLAY_MODE_REPLAY`
+ * (2) or `REPLAY_MODE_LIVE` (3, replay diverged and now runs live).
+ */
+int replay_mode(void);
+
+/**
+ * First step of a macro: decides how this call runs. Returns `REPLAY_ENTER_LIVE`,
+ * `REPLAY_ENTER_RECORD` (the nested-call guard is taken; call the function, then exactly
+ * one `replay_record_*`) or `REPLAY_ENTER_REPLAY` (call `replay_replay_*`, and run the call
+ * live only if that returns 0).
+ *
+ * # Safety
+ * `site` points at a `replay_site` (it is not read yet).
+ */
+int replay_enter(struct replay_site *site);
+
+/**
+ * Records a `REPLAY_VALUE` (after `replay_enter` returned `REPLAY_ENTER_RECORD`) and
+ * releases the guard. `type` is a `REPLAY_VALUE_*` constant; `bits` the value as 64 bits
+ * (sign-extended, zero-extended, or a `double`'s bits).
+ *
+ * # Safety
+ * `site` points at a valid `replay_site`.
+ */
+void replay_record_value(struct replay_site *site, int type, uint64_t bits);
+
+/**
+ * Replays a `REPLAY_VALUE`: on 1, `*bits` holds the recorded value (as for
+ * `replay_record_value`) and the expression must not be evaluated. On 0 the expression
+ * runs live (replay went live, or the recorded value does not fit a `type` of `size`
+ * bytes, which is reported as a divergence).
+ *
+ * # Safety
+ * `site` points at a valid `replay_site`, `bits` at a writable `uint64_t`.
+ */
+int replay_replay_value(struct replay_site *site, int type, size_t size, uint64_t *bits);
+
+/**
+ * Records a call's result (after `replay_enter` returned `REPLAY_ENTER_RECORD`) and
+ * releases the guard. `how` is a `REPLAY_HOW_*` constant: with `REPLAY_HOW_OUT` the `cap`
+ * bytes at `buf` are recorded too, with `REPLAY_HOW_READ` the first `ret` bytes (at most
+ * `cap`) when `ret > 0`. `err` is the errno right after the call.
+ *
+ * # Safety
+ * `site` points at a valid `replay_site`; `buf` is NULL or readable for the bytes above.
+ */
+void replay_record_ret(struct replay_site *site,
+                       int how,
+                       int64_t ret,
+                       int err,
+                       const void *buf,
+                       size_t cap);
+
+/**
+ * Replays a call: on 1, `*ret` and `*err` hold the recorded return value and errno, and the
+ * recorded bytes (see `replay_record_ret`) were copied to `buf`; the function must not be
+ * called. On 0 the call runs live. `cap` is the room at `buf` (`SIZE_MAX` if unknown).
+ *
+ * # Safety
+ * `site` points at a valid `replay_site`; `buf` is NULL or writable for `cap` bytes (for
+ * `SIZE_MAX`, for the bytes the recording holds); `ret` and `err` are writable.
+ */
+int replay_replay_ret(struct replay_site *site,
+                      int how,
+                      void *buf,
+                      size_t cap,
+                      int64_t *ret,
+                      int *err);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+/* ------------------------------------------------------------------------------------------
+ * The macros (hand-written in c-header/src/macros.h, appended to the generated part).
+ *
+ * Usage:
+ *
+ *     #include "replay.h"
+ *     int main(void) {
+ *         if (replay_init_from_env() != 0) { ... replay is off; the program may go on ... }
+ *         struct timespec ts;
+ *         REPLAY_CALL_OUT(&ts, clock_gettime, CLOCK_MONOTONIC, &ts);
+ *         ssize_t n = REPLAY_READ(buf, read, fd, buf, sizeof buf);
+ *         int r = REPLAY_VALUE(rand());
+ *         return replay_shutdown();
+ *     }
+ *
+ * Build: cc app.c -Ic-header/include target/release/libreplay_c.a -lpthread -ldl -lm
+ * Run:   REPLAY_MODE=record REPLAY_LOG=app.replay ./app
+ *        REPLAY_MODE=replay REPLAY_LOG=app.replay ./app
+ *
+ * Each macro records one event of kind "c.<func>" ("c.value" for REPLAY_VALUE) at call site
+ * "file:line", verified in replay by a digest of the site and the function name (or the
+ * expression text). In record the call runs and its result is logged; a macro used while
+ * another one's call is running on the same thread (inside `func`) runs live and is not an
+ * event. In replay the call does NOT run: the macro returns the recorded result, sets errno
+ * to the recorded errno and fills the recorded bytes. With replay off a macro costs one
+ * predictable branch. The macros need GCC or Clang (statement expressions, __typeof__).
+ * `func` must return an integer type of at most 8 bytes (not a pointer, not void).
+ * With -pedantic before C23, a function without arguments (REPLAY_CALL(rand)) draws "ISO C99
+ * requires at least one argument for the ... in a variadic macro"; REPLAY_VALUE(rand())
+ * records the same value without it.
+ * ---------------------------------------------------------------------------------------- */
+
+/* Non-zero while a record or replay session is active; the macros test it first, so with
+ * replay off a macro costs one predictable branch. Set only by replay_init_from_env and
+ * replay_shutdown: read it, never write it. */
+extern int replay_active;
+
+#define REPLAY__STR2(x) #x
+#define REPLAY__STR(x) REPLAY__STR2(x)
+
+#if defined(__clang__)
+#define REPLAY__COMPILER "clang " __clang_version__
+#elif defined(__GNUC__)
+#define REPLAY__COMPILER "gcc " __VERSION__
+#else
+#define REPLAY__COMPILER ""
+#endif
+
+/* Passes the compiler's version for the log header; (replay_init_from_env)() calls the
+ * function itself. */
+#define replay_init_from_env() replay_init_with_info(REPLAY__COMPILER)
+
+/* Initializer of a macro use's `static replay_site`: kind, and what identifies the call.
+ * The site is this line of this file. For your own macros. */
+#define REPLAY_SITE_INIT(kind_text, what)                                                     \
+    { .ready = 0, .kind = 0, .site = 0, .reserved = 0, .digest = 0, .kind_name = (kind_text), \
+      .site_name = __FILE__ ":" REPLAY__STR(__LINE__), .func = (what), .caller = __func__ }
+
+/* Whether x is float/double (GCC/Clang type class 8 = real), a signed type, a scalar the
+ * macros can carry (integer, char, enum, bool, real: not pointers, structs or arrays). */
+#define REPLAY__IS_FLOAT(x) (__builtin_classify_type(x) == 8)
+#define REPLAY__IS_SIGNED(x) ((__typeof__(x))-1 < (__typeof__(x))1)
+#define REPLAY__IS_SCALAR(x)                                                                  \
+    (__builtin_classify_type(x) >= 1 && __builtin_classify_type(x) <= 4) ||                   \
+        __builtin_classify_type(x) == 8
+#define REPLAY__VTYPE(x)                                                                      \
+    (REPLAY__IS_FLOAT(x) ? REPLAY_VALUE_FLOAT                                                 \
+                         : REPLAY__IS_SIGNED(x) ? REPLAY_VALUE_SIGNED : REPLAY_VALUE_UNSIGNED)
+
+static inline uint64_t replay__f64_bits(double d) {
+    uint64_t b;
+    __builtin_memcpy(&b, &d, sizeof b);
+    return b;
+}
+
+static inline double replay__bits_f64(uint64_t b) {
+    double d;
+    __builtin_memcpy(&d, &b, sizeof d);
+    return d;
+}
+
+#define REPLAY__TO_BITS(x)                                                                    \
+    (REPLAY__IS_FLOAT(x) ? replay__f64_bits((double)(x))                                      \
+                         : REPLAY__IS_SIGNED(x) ? (uint64_t)(int64_t)(x) : (uint64_t)(x))
+#define REPLAY__FROM_BITS(x, b)                                                               \
+    (REPLAY__IS_FLOAT(x) ? (__typeof__(x))replay__bits_f64(b)                                 \
+                         : REPLAY__IS_SIGNED(x) ? (__typeof__(x))(int64_t)(b) : (__typeof__(x))(b))
+
+/* The room at a REPLAY_READ buffer: sizeof for an array, unknown (SIZE_MAX) for a pointer. */
+#define REPLAY__CAP(buf)                                                                      \
+    (__builtin_types_compatible_p(__typeof__(buf), __typeof__(&(buf)[0])) ? SIZE_MAX : sizeof(buf))
+
+/* REPLAY_VALUE(expr): the value of a scalar expression (integer, enum, bool, float, double;
+ * at most 8 bytes), recorded; in replay the recorded value, and `expr` is NOT evaluated.
+ * The expression text is part of the verified inputs. */
+#define REPLAY_VALUE(expr)                                                                    \
+    __extension__({                                                                           \
+        __typeof__(((void)0, (expr))) replay__v;                                              \
+        _Static_assert(sizeof(replay__v) <= 8, "REPLAY_VALUE takes a scalar of at most 8 bytes"); \
+        _Static_assert(REPLAY__IS_SCALAR(replay__v),                                          \
+                       "REPLAY_VALUE takes an integer or floating-point value, not a pointer");  \
+        if (__builtin_expect(replay_active, 0)) {                                             \
+            static replay_site replay__s = REPLAY_SITE_INIT("c.value", #expr);                \
+            int replay__m = replay_enter(&replay__s);                                         \
+            if (replay__m == REPLAY_ENTER_REPLAY) {                                           \
+                uint64_t replay__b;                                                           \
+                if (replay_replay_value(&replay__s, REPLAY__VTYPE(replay__v), sizeof(replay__v), \
+                                        &replay__b))                                          \
+                    replay__v = REPLAY__FROM_BITS(replay__v, replay__b);                      \
+                else                                                                          \
+                    replay__v = (expr);                                                       \
+            } else if (replay__m == REPLAY_ENTER_RECORD) {                                    \
+                replay__v = (expr);                                                           \
+                replay_record_value(&replay__s, REPLAY__VTYPE(replay__v), REPLAY__TO_BITS(replay__v)); \
+            } else {                                                                          \
+                replay__v = (expr);                                                           \
+            }                                                                                 \
+        } else {                                                                              \
+            replay__v = (expr);                                                               \
+        }                                                                                     \
+        replay__v;                                                                            \
+    })
+
+/* The common body of REPLAY_CALL, REPLAY_CALL_OUT and REPLAY_READ. */
+#define REPLAY__CALL(how, buf, cap, func, ...)                                                \
+    __extension__({                                                                           \
+        __typeof__(func(__VA_ARGS__)) replay__r;                                              \
+        _Static_assert(sizeof(replay__r) <= 8 && __builtin_classify_type(replay__r) >= 1 &&   \
+                           __builtin_classify_type(replay__r) <= 4,                           \
+                       "the function must return an integer type of at most 8 bytes");        \
+        if (__builtin_expect(replay_active, 0)) {                                             \
+            static replay_site replay__s = REPLAY_SITE_INIT("c." #func, #func);               \
+            int replay__m = replay_enter(&replay__s);                                         \
+            if (replay__m == REPLAY_ENTER_REPLAY) {                                           \
+                int64_t replay__ret;                                                          \
+                int replay__err;                                                              \
+                if (replay_replay_ret(&replay__s, (how), (void *)(buf), (cap), &replay__ret,  \
+                                      &replay__err)) {                                        \
+                    replay__r = (__typeof__(replay__r))replay__ret;                           \
+                    errno = replay__err;                                                      \
+                } else {                                                                      \
+                    replay__r = func(__VA_ARGS__);                                            \
+                }                                                                             \
+            } else if (replay__m == REPLAY_ENTER_RECORD) {                                    \
+                replay__r = func(__VA_ARGS__);                                                \
+                int replay__err = errno;                                                      \
+                replay_record_ret(&replay__s, (how), (int64_t)replay__r, replay__err,         \
+                                  (const void *)(buf), (cap));                                \
+                errno = replay__err;                                                          \
+            } else {                                                                          \
+                replay__r = func(__VA_ARGS__);                                                \
+            }                                                                                 \
+        } else {                                                                              \
+            replay__r = func(__VA_ARGS__);                                                    \
+        }                                                                                     \
+        replay__r;                                                                            \
+    })
+
+/* REPLAY_CALL(func, args...): func(args...) with its return value and errno recorded; in
+ * replay func is not called, the recorded value is returned and errno set to the recorded
+ * errno. */
+#define REPLAY_CALL(func, ...) REPLAY__CALL(REPLAY_HOW_CALL, (void *)0, 0, func, __VA_ARGS__)
+
+/* REPLAY_CALL_OUT(out_ptr, func, args...): also the `sizeof *out_ptr` bytes at out_ptr, as
+ * filled by the call (e.g. REPLAY_CALL_OUT(&ts, clock_gettime, CLOCK_MONOTONIC, &ts)). */
+#define REPLAY_CALL_OUT(out_ptr, func, ...)                                                   \
+    REPLAY__CALL(REPLAY_HOW_OUT, (out_ptr), sizeof *(out_ptr), func, __VA_ARGS__)
+
+/* REPLAY_READ(buf, func, args...): also the first `ret` bytes of buf when the call returns
+ * ret > 0: read, recv, pread, fread with size 1, getrandom. If buf is an array, replay
+ * checks that the recorded bytes fit it. */
+#define REPLAY_READ(buf, func, ...) REPLAY__CALL(REPLAY_HOW_READ, (buf), REPLAY__CAP(buf), func, __VA_ARGS__)
