@@ -524,6 +524,7 @@ struct Flusher {
     writer: LogWriter,
     batch: BatchBuilder,
     runs: HashMap<u32, usize>,
+    spare: Vec<RunBuilder>,
 }
 
 impl Flusher {
@@ -534,10 +535,16 @@ impl Flusher {
             return;
         }
         let thread = c.thread.load(Ordering::Relaxed);
-        let idx = *self.runs.entry(thread).or_insert_with(|| {
-            self.batch.runs.push(RunBuilder::new(thread));
-            self.batch.runs.len() - 1
-        });
+        let idx = match self.runs.get(&thread) {
+            Some(&i) => i,
+            None => {
+                let mut rb = self.spare.pop().unwrap_or_else(|| RunBuilder::new(thread));
+                rb.reset(thread);
+                self.batch.runs.push(rb);
+                self.runs.insert(thread, self.batch.runs.len() - 1);
+                self.batch.runs.len() - 1
+            }
+        };
         let records = c.records.lock().unwrap();
         let run = &mut self.batch.runs[idx];
         for i in from..upto {
@@ -662,7 +669,13 @@ impl Flusher {
             .writer
             .write_batch(&self.batch)
             .map_err(|e| format!("cannot write {}: {e}", self.inner.path.display()));
-        self.batch = BatchBuilder::default();
+        // Builders go back to the spare list with their memory (a few per thread at most).
+        let room = 64usize.saturating_sub(self.spare.len());
+        self.spare.extend(self.batch.runs.drain(..).take(room));
+        self.batch.runs.clear();
+        self.batch.strings.clear();
+        self.batch.threads.clear();
+        self.batch.marks.clear();
         self.runs.clear();
         r
     }
@@ -674,6 +687,7 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
         writer,
         batch: BatchBuilder::default(),
         runs: HashMap::new(),
+        spare: Vec::new(),
     };
     f.batch.marks.push((0, 0));
     let sig = &inner.signal;

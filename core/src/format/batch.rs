@@ -107,6 +107,30 @@ impl RunBuilder {
         }
     }
 
+    /// Empties the builder for another thread, keeping its columns' memory: the flusher
+    /// reuses builders, so a long recording does not fault in fresh buffers for every batch.
+    pub fn reset(&mut self, thread: u32) {
+        self.thread = thread;
+        self.count = 0;
+        self.first_seq = 0;
+        self.last_seq = 0;
+        for col in [
+            &mut self.seq_gaps,
+            &mut self.kinds,
+            &mut self.flags,
+            &mut self.sites,
+            &mut self.digests,
+            &mut self.ints,
+            &mut self.errnos,
+            &mut self.lengths,
+            &mut self.blobs,
+        ] {
+            col.clear();
+        }
+        self.records.clear();
+        self.deltas = Deltas::default();
+    }
+
     pub fn len(&self) -> u32 {
         self.count
     }
