@@ -125,8 +125,7 @@ struct Run {
 
   ints @8 :Data;
   # One zigzag varint for each integer payload (types int, uint, float, ret): the value's
-  # 64 bits minus the previous value of the same kind in this run (floats: raw bits, xor
-  # with the previous float of the same kind).
+  # 64 bits (a float's raw bits) minus the previous value of the same kind in this run.
 
   errnos @9 :Data;
   # One zigzag varint for each event whose flag bit 7 is set.
@@ -139,6 +138,13 @@ struct Run {
 
   records @12 :List(Record);
   # One entry for each event of payload type record, in event order.
+
+  blobDeltas @13 :Bool;
+  # When true, a bytes part whose length is a multiple of 8, at most 64, and equal to the
+  # length of the previous bytes part of the same kind in this run is stored in `blobs` as
+  # one zigzag varint per little-endian 64-bit word: the word minus the same word of that
+  # previous part. (A `timespec` from clock_gettime then costs two small varints instead of
+  # 16 bytes.) The first bytes part of each kind in a run is always stored as it is.
 }
 
 enum PayloadType {

@@ -67,6 +67,30 @@ impl Deltas {
     }
 }
 
+/// The previous bytes part per kind, the base of the `blobDeltas` encoding (see the schema).
+#[derive(Default)]
+struct BlobPrev {
+    last: Vec<(u32, Vec<u8>)>,
+}
+
+impl BlobPrev {
+    fn slot(&mut self, kind: u32) -> &mut Vec<u8> {
+        let i = match self.last.iter().position(|(k, _)| *k == kind) {
+            Some(i) => i,
+            None => {
+                self.last.push((kind, Vec::new()));
+                self.last.len() - 1
+            }
+        };
+        &mut self.last[i].1
+    }
+}
+
+/// Whether a bytes part of this length may be delta-encoded against the previous one.
+fn delta_eligible(len: usize) -> bool {
+    len > 0 && len % 8 == 0 && len <= 64
+}
+
 /// Column builder for the events of one thread.
 pub struct RunBuilder {
     pub thread: u32,
@@ -84,6 +108,7 @@ pub struct RunBuilder {
     blobs: Vec<u8>,
     records: Vec<Record>,
     deltas: Deltas,
+    blob_prev: BlobPrev,
 }
 
 impl RunBuilder {
@@ -104,6 +129,7 @@ impl RunBuilder {
             blobs: Vec::new(),
             records: Vec::new(),
             deltas: Deltas::default(),
+            blob_prev: BlobPrev::default(),
         }
     }
 
@@ -129,6 +155,7 @@ impl RunBuilder {
         }
         self.records.clear();
         self.deltas = Deltas::default();
+        self.blob_prev.last.clear();
     }
 
     pub fn len(&self) -> u32 {
@@ -200,7 +227,25 @@ impl RunBuilder {
         if let Some(d) = data {
             flags |= FLAG_DATA;
             varint::put(&mut self.lengths, d.len() as u64);
-            self.blobs.extend_from_slice(d);
+            let prev = self.blob_prev.slot(kind);
+            if delta_eligible(d.len()) {
+                if prev.len() == d.len() {
+                    for (n, o) in d.chunks_exact(8).zip(prev.chunks_exact(8)) {
+                        let (n, o) = (
+                            u64::from_le_bytes(n.try_into().unwrap()),
+                            u64::from_le_bytes(o.try_into().unwrap()),
+                        );
+                        varint::put(&mut self.blobs, varint::zigzag(n.wrapping_sub(o) as i64));
+                    }
+                } else {
+                    self.blobs.extend_from_slice(d);
+                }
+                prev.clear();
+                prev.extend_from_slice(d);
+            } else {
+                prev.clear();
+                self.blobs.extend_from_slice(d);
+            }
         }
         self.flags.push(flags);
     }
@@ -218,6 +263,7 @@ impl RunBuilder {
         r.set_errnos(&self.errnos);
         r.set_lengths(&self.lengths);
         r.set_blobs(&self.blobs);
+        r.set_blob_deltas(true);
         let mut recs = r.init_records(self.records.len() as u32);
         for (i, rec) in self.records.iter().enumerate() {
             build_record(rec, recs.reborrow().get(i as u32));
@@ -377,6 +423,8 @@ fn decode_run(r: run::Reader<'_>) -> Result<DecodedRun, String> {
     let mut lengths = Cursor::new(r.get_lengths().map_err(e)?);
     let mut blobs = Cursor::new(r.get_blobs().map_err(e)?);
     let records = r.get_records().map_err(e)?;
+    let blob_deltas = r.get_blob_deltas();
+    let mut blob_prev = BlobPrev::default();
     let mut rec_i = 0u32;
     let mut deltas = Deltas::default();
     let mut events = Vec::with_capacity(count as usize);
@@ -420,7 +468,23 @@ fn decode_run(r: run::Reader<'_>) -> Result<DecodedRun, String> {
         let data = if fl & FLAG_DATA != 0 {
             let len = lengths.varint().ok_or_else(|| short("lengths"))?;
             let len = usize::try_from(len).map_err(|_| "length out of range")?;
-            Some(blobs.take(len).ok_or_else(|| short("blobs"))?.to_vec())
+            let prev = blob_prev.slot(kind);
+            let part = if blob_deltas && delta_eligible(len) && prev.len() == len {
+                let mut out = Vec::with_capacity(len);
+                for o in prev.chunks_exact(8) {
+                    let d = varint::unzigzag(blobs.varint().ok_or_else(|| short("blobs"))?);
+                    let o = u64::from_le_bytes(o.try_into().unwrap());
+                    out.extend_from_slice(&o.wrapping_add(d as u64).to_le_bytes());
+                }
+                out
+            } else {
+                blobs.take(len).ok_or_else(|| short("blobs"))?.to_vec()
+            };
+            prev.clear();
+            if blob_deltas && delta_eligible(len) {
+                prev.extend_from_slice(&part);
+            }
+            Some(part)
         } else {
             None
         };
@@ -519,6 +583,59 @@ fn decode_record(r: record::Reader<'_>, depth: u32) -> Result<Record, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn delta_encoded_bytes_round_trip_and_shrink_a_timespec_stream() {
+        // Two kinds interleaved, lengths that change, an ineligible part in between.
+        let mut parts: Vec<(u32, Vec<u8>)> = Vec::new();
+        for i in 0..2000u64 {
+            let ts = [
+                (i / 100).to_le_bytes(),
+                (i * 37 % 1_000_000_000).to_le_bytes(),
+            ]
+            .concat();
+            parts.push((1, ts));
+            let len = [8usize, 16, 7, 16, 64, 72][i as usize % 6];
+            parts.push((2, (0..len).map(|j| (i as usize * 7 + j) as u8).collect()));
+        }
+        let mut rb = RunBuilder::new(0);
+        for (i, (k, d)) in parts.iter().enumerate() {
+            rb.push(
+                i as u64,
+                *k,
+                0,
+                None,
+                PayloadRef::Ret {
+                    ret: 0,
+                    errno: 0,
+                    data: Some(d),
+                },
+            );
+        }
+        let raw: usize = parts.iter().map(|(_, d)| d.len()).sum();
+        assert!(
+            rb.blobs.len() < raw * 3 / 4,
+            "blobs {} of {raw} raw bytes",
+            rb.blobs.len()
+        );
+        let batch = BatchBuilder {
+            strings: vec![(1, "a".into()), (2, "b".into())],
+            threads: vec![(0, 0)],
+            runs: vec![rb],
+            marks: vec![],
+        };
+        let back = DecodedBatch::decode(&batch.encode(), 0).unwrap();
+        for (e, (_, d)) in back.runs[0].events.iter().zip(&parts) {
+            assert_eq!(
+                e.payload,
+                Payload::Ret {
+                    ret: 0,
+                    errno: 0,
+                    data: Some(d.clone())
+                }
+            );
+        }
+    }
 
     #[test]
     fn every_payload_kind_round_trips() {
