@@ -121,15 +121,29 @@ fn strict_order_is_exact_when_observed_under_the_turn() {
 fn a_thread_that_never_gets_its_turn_is_a_stall_divergence_not_a_hang() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("st.replay");
-    record_threads(&p, 2, 50);
+    // worker-0 records all its events before worker-1 starts, so worker-1's first event waits
+    // for worker-0's.
+    let r = common::recorder(&p);
+    let k = r.intern("t.value");
+    for t in 0..2u64 {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                r.name_thread(&format!("worker-{t}"));
+                for i in 0..25 {
+                    r.record(k, 0, None, PayloadRef::Uint(i));
+                }
+            });
+        });
+    }
+    r.finish().unwrap();
     let rp = common::replayer(&p, Order::Strict, Duration::from_millis(300));
     let k = rp.intern("t.value");
-    // Only worker-1 runs in replay; worker-0's events come first in at least some places.
+    // Only worker-1 runs in replay: it can never get its turn.
     let start = Instant::now();
     let err = std::thread::scope(|s| {
         s.spawn(|| {
             rp.name_thread("worker-1");
-            for _ in 0..50 {
+            for _ in 0..25 {
                 if let Err(d) = rp.next(k, 0, None) {
                     return Some(d);
                 }
