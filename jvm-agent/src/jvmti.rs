@@ -6,7 +6,7 @@
 //! RESERVED", "2 : Set Event Notification Mode", ...); slots are never reused, so the same
 //! numbers hold for JDK 11 through 25. We index the table by those numbers.
 
-use jni::sys::{jboolean, jclass, jint, jlong, jobject, JNIEnv, JavaVM};
+use jni::sys::{jboolean, jclass, jint, jlong, jmethodID, jobject, JNIEnv, JavaVM};
 
 /// `jthread` is a `jobject` (jvmti.h).
 #[allow(non_camel_case_types)]
@@ -28,6 +28,7 @@ pub const EV_VM_DEATH: c_int = 51;
 pub const EV_THREAD_END: c_int = 53;
 pub const EV_CLASS_FILE_LOAD_HOOK: c_int = 54;
 pub const EV_VM_START: c_int = 57;
+pub const EV_NATIVE_METHOD_BIND: c_int = 67;
 const FIRST_EVENT: c_int = 50;
 /// Room for every event up to the newest JDK's (VirtualThreadEnd is 88); unused slots are null.
 const EVENT_SLOTS: usize = 40;
@@ -38,6 +39,10 @@ const F_IS_MODIFIABLE_CLASS: usize = 45;
 const F_ALLOCATE: usize = 46;
 const F_DEALLOCATE: usize = 47;
 const F_GET_CLASS_SIGNATURE: usize = 48;
+const F_GET_METHOD_NAME: usize = 64;
+const F_GET_METHOD_DECLARING_CLASS: usize = 65;
+const F_GET_TAG: usize = 106;
+const F_SET_TAG: usize = 107;
 const F_GET_LOADED_CLASSES: usize = 78;
 const F_SET_EVENT_CALLBACKS: usize = 122;
 const F_GET_SYSTEM_PROPERTY: usize = 131;
@@ -52,7 +57,9 @@ const F_RETRANSFORM_CLASSES: usize = 152;
 pub struct Capabilities([u32; 4]);
 
 impl Capabilities {
+    pub const CAN_TAG_OBJECTS: u32 = 0;
     pub const CAN_GENERATE_ALL_CLASS_HOOK_EVENTS: u32 = 26;
+    pub const CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS: u32 = 30;
     pub const CAN_GET_CONSTANT_POOL: u32 = 35;
     pub const CAN_RETRANSFORM_CLASSES: u32 = 37;
 
@@ -66,6 +73,8 @@ pub type VmInitFn = unsafe extern "C" fn(RawEnv, *mut JNIEnv, jthread);
 pub type VmDeathFn = unsafe extern "C" fn(RawEnv, *mut JNIEnv);
 pub type ThreadEndFn = unsafe extern "C" fn(RawEnv, *mut JNIEnv, jthread);
 pub type VmStartFn = unsafe extern "C" fn(RawEnv, *mut JNIEnv);
+pub type NativeMethodBindFn =
+    unsafe extern "C" fn(RawEnv, *mut JNIEnv, jthread, jmethodID, *mut c_void, *mut *mut c_void);
 pub type ClassFileLoadHookFn = unsafe extern "C" fn(
     RawEnv,
     *mut JNIEnv,
@@ -107,6 +116,9 @@ impl Callbacks {
     }
     pub fn class_file_load_hook(&mut self, f: ClassFileLoadHookFn) {
         self.set(EV_CLASS_FILE_LOAD_HOOK, f as *const c_void);
+    }
+    pub fn native_method_bind(&mut self, f: NativeMethodBindFn) {
+        self.set(EV_NATIVE_METHOD_BIND, f as *const c_void);
     }
 }
 
@@ -330,6 +342,71 @@ impl Jvmti {
             self.deallocate(bytes);
             Ok((count.clamp(0, u16::MAX as jint) as u16, v))
         }
+    }
+
+    /// A method's (declaring class signature, name, descriptor). `jni` (null in the primordial
+    /// phase) frees the class reference GetMethodDeclaringClass makes: in NativeMethodBind,
+    /// called for every native the JVM binds, those would pile up in the thread's frame.
+    pub fn method_names(
+        &self,
+        jni: *mut JNIEnv,
+        method: jmethodID,
+    ) -> Result<(String, String, String), Error> {
+        type Decl = unsafe extern "C" fn(RawEnv, jmethodID, *mut jclass) -> c_int;
+        type Name = unsafe extern "C" fn(
+            RawEnv,
+            jmethodID,
+            *mut *mut c_char,
+            *mut *mut c_char,
+            *mut *mut c_char,
+        ) -> c_int;
+        let mut class: jclass = ptr::null_mut();
+        let (mut name, mut sig): (*mut c_char, *mut c_char) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: valid env and method; the strings are JVMTI-allocated and freed here. The
+        // class is a local reference of the calling (event) frame.
+        unsafe {
+            check(
+                "GetMethodDeclaringClass",
+                slot!(self, F_GET_METHOD_DECLARING_CLASS, Decl)(self.0, method, &mut class),
+            )?;
+            let owner = self.class_signature(class);
+            if !jni.is_null() && !class.is_null() {
+                if let Some(del) = (**jni).DeleteLocalRef {
+                    del(jni, class);
+                }
+            }
+            let owner = owner?;
+            check(
+                "GetMethodName",
+                slot!(self, F_GET_METHOD_NAME, Name)(
+                    self.0,
+                    method,
+                    &mut name,
+                    &mut sig,
+                    ptr::null_mut(),
+                ),
+            )?;
+            let n = CStr::from_ptr(name).to_string_lossy().into_owned();
+            let s = CStr::from_ptr(sig).to_string_lossy().into_owned();
+            self.deallocate(name as *mut c_uchar);
+            self.deallocate(sig as *mut c_uchar);
+            Ok((owner, n, s))
+        }
+    }
+
+    /// The object's tag (0: none). Needs `can_tag_objects`.
+    pub fn tag(&self, object: jobject) -> Result<jlong, Error> {
+        type F = unsafe extern "C" fn(RawEnv, jobject, *mut jlong) -> c_int;
+        let mut t: jlong = 0;
+        // SAFETY: valid env and object reference.
+        unsafe { check("GetTag", slot!(self, F_GET_TAG, F)(self.0, object, &mut t))? };
+        Ok(t)
+    }
+
+    pub fn set_tag(&self, object: jobject, tag: jlong) -> Result<(), Error> {
+        type F = unsafe extern "C" fn(RawEnv, jobject, jlong) -> c_int;
+        // SAFETY: valid env and object reference.
+        unsafe { check("SetTag", slot!(self, F_SET_TAG, F)(self.0, object, tag)) }
     }
 
     pub fn retransform_classes(&self, classes: &[jclass]) -> Result<(), Error> {

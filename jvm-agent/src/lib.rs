@@ -11,6 +11,8 @@
 //! - VMInit: classes loaded before the hook existed are retransformed, then the hooks are
 //!   switched on. Calls before that run live in record and replay alike, so they are never
 //!   events.
+//! - NativeMethodBind: `FileInputStream`'s natives (and its channel's reads) are bound to
+//!   wrappers that record and replay what they read ([`fileio`]).
 //! - ThreadEnd / VMDeath: the Java-side buffers are flushed, the session is closed (replay
 //!   checks that every recorded event was used).
 //!
@@ -20,6 +22,7 @@
 //! error stops the program (it could only run on with wrong values).
 
 mod classfile;
+mod fileio;
 mod jvmti;
 
 use jni::objects::{GlobalRef, JClass, JLongArray, JObject, JString};
@@ -49,11 +52,15 @@ const KINDS: [&str; 3] = [
 ];
 const K_ADJUST: usize = 2;
 const JNI_ERR: jint = -1;
+/// Local references reserved for the VMInit scan of loaded classes.
+const LOADED_CLASSES_FRAME: i32 = 8192;
 
 struct Agent {
     jvmti: Jvmti,
     core: Core,
     kinds: [u32; 3],
+    /// Kinds of the FileInputStream calls, indexed like `fileio::KINDS`.
+    files: [u32; fileio::KINDS.len()],
     /// The hook class, once defined at VMStart. Until then no class is rewritten.
     hooks: OnceLock<GlobalRef>,
     disabled: AtomicBool,
@@ -200,10 +207,12 @@ unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
     };
     NAMED.with(|n| n.set(true)); // the core made this thread logical thread 0, "main"
     let kinds = KINDS.map(|k| core.intern(k));
+    let files = fileio::KINDS.map(|k| core.intern(k));
     let agent = Agent {
         jvmti,
         core,
         kinds,
+        files,
         hooks: OnceLock::new(),
         disabled: AtomicBool::new(false),
         bad_payload: AtomicBool::new(false),
@@ -215,7 +224,9 @@ unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
         let caps = Capabilities::default()
             .with(Capabilities::CAN_RETRANSFORM_CLASSES)
             .with(Capabilities::CAN_GENERATE_ALL_CLASS_HOOK_EVENTS)
-            .with(Capabilities::CAN_GET_CONSTANT_POOL);
+            .with(Capabilities::CAN_GET_CONSTANT_POOL)
+            .with(Capabilities::CAN_GENERATE_NATIVE_METHOD_BIND_EVENTS)
+            .with(Capabilities::CAN_TAG_OBJECTS);
         jvmti.add_capabilities(&caps)?;
         let mut cb = Callbacks::default();
         cb.vm_start(on_vm_start);
@@ -223,6 +234,7 @@ unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
         cb.vm_death(on_vm_death);
         cb.thread_end(on_thread_end);
         cb.class_file_load_hook(on_class_file_load);
+        cb.native_method_bind(fileio::on_native_bind);
         jvmti.set_event_callbacks(&cb)?;
         for ev in [
             jvmti::EV_VM_START,
@@ -230,6 +242,7 @@ unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
             jvmti::EV_VM_DEATH,
             jvmti::EV_THREAD_END,
             jvmti::EV_CLASS_FILE_LOAD_HOOK,
+            jvmti::EV_NATIVE_METHOD_BIND,
         ] {
             jvmti.enable_event(ev)?;
         }
@@ -272,9 +285,17 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
             return;
         };
         let Some(hooks) = a.hooks.get() else { return };
-        if let Err(e) = hook_loaded_classes(a, &mut env) {
+        // GetLoadedClasses makes a local reference per class (~440 on JDK 17): a frame with
+        // room for them keeps -Xcheck:jni quiet ("JNI local refs: 438, exceeds capacity"),
+        // and popping it frees them all.
+        let scanned = env.with_local_frame(LOADED_CLASSES_FRAME, |env| {
+            Ok::<_, jni::errors::Error>(hook_loaded_classes(a, env))
+        });
+        match scanned {
             // Classes loaded from now on are still hooked; say what is missing.
-            eprintln!("replay: warning: {e}");
+            Ok(Err(e)) => eprintln!("replay: warning: {e}"),
+            Err(e) => eprintln!("replay: warning: already-loaded classes are not hooked: {e}"),
+            Ok(Ok(())) => {}
         }
         let (mode, seq) = match &a.core.session {
             Session::Record(r) => (1, r.seq_counter().as_ptr() as jlong),
@@ -297,6 +318,19 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
         });
         if clear_exception(&mut env) || r.is_err() {
             internal_error(Some(&mut env), "cannot start the hook class");
+            return;
+        }
+        // From now on FileInputStream calls may be events.
+        match env.get_static_method_id(cls, "fileEvent", "()Z") {
+            Ok(id) => {
+                let _ = fileio::FILE_EVENT.set(id);
+            }
+            Err(_) => {
+                clear_exception(&mut env);
+                eprintln!(
+                    "replay: warning: the hook class has no fileEvent(): file reads are not hooked"
+                );
+            }
         }
     })
 }
@@ -458,6 +492,20 @@ fn record_from_array(a: &Agent, env: &mut JNIEnv, arr: &JLongArray, end: jint) {
     });
 }
 
+/// The calling Java stack for a divergence report. Runs Java: call it inside the hook guard,
+/// so that what it does (class loading, clock reads) is not an event.
+fn java_stack(a: &Agent, env: &mut JNIEnv) -> Option<String> {
+    let h = a.hooks.get()?;
+    let cls: &JClass = h.as_obj().into();
+    let r = env.call_static_method(cls, "stack", "()Ljava/lang/String;", &[]);
+    if clear_exception(env) {
+        return None;
+    }
+    let s = JString::from(r.ok()?.l().ok()?);
+    let text: String = env.get_string(&s).ok()?.into();
+    Some(format!("Java stack:\n{}", text.trim_end()))
+}
+
 fn adjust_digest(arg: jlong) -> u64 {
     replay_core::digest(&[&arg.to_le_bytes()])
 }
@@ -552,18 +600,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_replay0<'l>(
         };
         let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
         let env = RefCell::new(env);
-        let stack = || -> Option<String> {
-            let mut env = env.borrow_mut();
-            let h = a.hooks.get()?;
-            let cls: &JClass = h.as_obj().into();
-            let r = env.call_static_method(cls, "stack", "()Ljava/lang/String;", &[]);
-            if clear_exception(&mut env) {
-                return None;
-            }
-            let s = JString::from(r.ok()?.l().ok()?);
-            let text: String = env.get_string(&s).ok()?.into();
-            Some(format!("Java stack:\n{}", text.trim_end()))
-        };
+        let stack = || java_stack(a, &mut env.borrow_mut());
         match a.core.replay(a.kinds[k], 0, digest, &stack) {
             Replayed::Event(e) => match e.payload {
                 Payload::Int { value } => value,

@@ -360,11 +360,17 @@ fn xcheck_jni_runs_clean_in_record_and_replay() {
                 "Threads",
                 &[],
             );
-            ok(&o, mode);
+            let out = ok(&o, mode);
             let err = text(&o.stderr);
             assert!(
                 err.trim().is_empty(),
                 "{} {mode}: -Xcheck:jni said:\n{err}",
+                name(jdk)
+            );
+            // Some of its warnings ("JNI local refs: N, exceeds capacity") go to stdout.
+            assert!(
+                !out.contains("WARNING"),
+                "{} {mode}: -Xcheck:jni said:\n{out}",
                 name(jdk)
             );
         }
@@ -574,5 +580,146 @@ fn a_daemon_thread_blocked_at_exit_keeps_its_events() {
             "replay",
         );
         assert_eq!(recorded, replayed, "{}", name(jdk));
+    }
+}
+
+#[test]
+fn file_reads_replay_after_the_file_was_edited_and_deleted() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("files.replay");
+        let input = dir.path().join("input.txt");
+        std::fs::write(&input, "hello world\nsecond line here\nthird 3 4 5\n").unwrap();
+        let args = ["input.txt", "missing.txt"];
+        let record = format!("record,log={}", log.display());
+        let replay = format!("replay,log={}", log.display());
+        let o = java(
+            jdk,
+            dir.path(),
+            &["-Xcheck:jni"],
+            Some(&record),
+            "FileRead",
+            &args,
+        );
+        let recorded = ok(&o, "record");
+        assert!(!recorded.contains("WARNING"), "{}: {recorded}", name(jdk));
+        assert!(
+            text(&o.stderr).trim().is_empty(),
+            "{}: -Xcheck:jni said:\n{}",
+            name(jdk),
+            text(&o.stderr)
+        );
+        for want in [
+            "line 2: second line here",
+            "chunk 7 [o world]",
+            "eof -1 total 37",
+            "readAllBytes 41",
+            "words 9",
+            "scanner first line: hello world",
+            "channel size 41 pread [world]",
+            "channel position 0",
+            "after close: Stream Closed",
+            "missing: missing.txt (No such file or directory)",
+        ] {
+            assert!(
+                recorded.contains(want),
+                "{}: {want}:\n{recorded}",
+                name(jdk)
+            );
+        }
+        let (kinds, _) = log_summary(&log);
+        let opens = kinds.get("java.io.FileInputStream.open").copied();
+        // Seven opens of input.txt and one of missing.txt: class files and the JDK's own
+        // start-up reads are not events.
+        assert_eq!(opens, Some(8), "{}: {kinds:?}", name(jdk));
+        for k in [
+            "java.io.FileInputStream.readBytes",
+            "java.io.FileInputStream.read",
+            "java.io.FileInputStream.available",
+            "java.io.FileInputStream.skip",
+            "sun.nio.ch.FileDispatcher.read",
+            "sun.nio.ch.FileDispatcher.pread",
+            "sun.nio.ch.FileDispatcher.size",
+            "sun.nio.ch.FileDispatcher.seek",
+        ] {
+            assert!(kinds.contains_key(k), "{}: no {k}: {kinds:?}", name(jdk));
+        }
+
+        // Edited: replay still reads what was recorded, and a live run shows the edit.
+        std::fs::write(&input, "changed\n").unwrap();
+        let live = ok(&java(jdk, dir.path(), &[], None, "FileRead", &args), "live");
+        assert_ne!(live, recorded, "the edit is visible to a live run");
+        let o = java(
+            jdk,
+            dir.path(),
+            &["-Xcheck:jni"],
+            Some(&replay),
+            "FileRead",
+            &args,
+        );
+        assert_eq!(ok(&o, "replay after edit"), recorded, "{}", name(jdk));
+        assert!(text(&o.stderr).trim().is_empty(), "{}", text(&o.stderr));
+        // Deleted: the open still succeeds; and a file created under the missing name is
+        // still missing.
+        std::fs::remove_file(&input).unwrap();
+        std::fs::write(dir.path().join("missing.txt"), "now here\n").unwrap();
+        let o = java(jdk, dir.path(), &[], Some(&replay), "FileRead", &args);
+        assert_eq!(ok(&o, "replay after delete"), recorded, "{}", name(jdk));
+
+        // Opening another path than recorded is a divergence with the Java stack.
+        let o = java(
+            jdk,
+            dir.path(),
+            &[],
+            Some(&replay),
+            "FileRead",
+            &["input.txt", "other.txt"],
+        );
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(86), "{}: {err}", name(jdk));
+        assert!(
+            err.contains("expected: java.io.FileInputStream.open"),
+            "{err}"
+        );
+        assert!(err.contains("at FileRead.main(FileRead.java"), "{err}");
+    }
+}
+
+#[test]
+fn uuid_and_secure_random_replay_through_their_dev_urandom_reads() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("uuid.replay");
+        let recorded = ok(
+            &java(
+                jdk,
+                dir.path(),
+                &[],
+                Some(&format!("record,log={}", log.display())),
+                "Uuid",
+                &[],
+            ),
+            "record",
+        );
+        let (kinds, _) = log_summary(&log);
+        assert!(
+            kinds.contains_key("java.io.FileInputStream.readBytes"),
+            "{}: the JDK's /dev/urandom reads are events: {kinds:?}",
+            name(jdk)
+        );
+        let live = ok(&java(jdk, dir.path(), &[], None, "Uuid", &[]), "live");
+        assert_ne!(live, recorded, "two live runs differ");
+        let replayed = ok(
+            &java(
+                jdk,
+                dir.path(),
+                &["-Xcheck:jni"],
+                Some(&format!("replay,log={}", log.display())),
+                "Uuid",
+                &[],
+            ),
+            "replay",
+        );
+        assert_eq!(replayed, recorded, "{}", name(jdk));
     }
 }

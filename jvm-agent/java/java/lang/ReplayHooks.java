@@ -103,6 +103,30 @@ public final class ReplayHooks {
         return replay0(kind, v, 0L);
     }
 
+    /**
+     * Called by the agent's FileInputStream wrappers (native, inside the hook guard): whether
+     * this thread's file call is an event. In record it first hands over the thread's buffered
+     * clock events, which took earlier sequence numbers, so the thread's events stay in order.
+     */
+    private static boolean fileEvent() {
+        int m = mode;
+        if (m == 0) {
+            return false;
+        }
+        long[] b = buffer();
+        if (b == null) {
+            return false;
+        }
+        if (m == 1) {
+            int n = (int) b[0];
+            if (n > 1) {
+                flush0(b, n);
+                b[0] = 1;
+            }
+        }
+        return true;
+    }
+
     /** This thread's buffer (b[0] is the next free index), or null if its calls are not events. */
     private static long[] buffer() {
         Thread t = Thread.currentThread();

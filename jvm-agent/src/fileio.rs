@@ -1,0 +1,690 @@
+//! `java.io.FileInputStream`: open, read, skip, available (and `length`/`position`, which
+//! `readAllBytes` asks for; `isRegularFile` on JDK 25), hooked by wrapping the class's natives.
+//!
+//! How (FINDINGS.md "JVM: java.io natives"): the NativeMethodBind event hands us each native's
+//! address when the JVM binds it (lazily, at its first call); we keep the original and bind
+//! our wrapper instead. These natives are not intrinsics, so compiled code calls the wrapper too.
+//!
+//! Which calls are events:
+//! - An `open0` is an event when the hooks are on (after VMInit), the thread is not already
+//!   inside a hook (the core's per-thread guard), its path does not end in `.class`/`.jar`
+//!   (the application class loader reads class files from directories through
+//!   FileInputStream; class loading must stay live in replay) and the thread is one whose
+//!   calls are events (not a JDK service thread; `ReplayHooks.fileEvent`, which also names the
+//!   thread and, in record, hands over its buffered clock events first so events stay in
+//!   sequence order). Its input digest is the path; the payload is the stream's number or the
+//!   exception (class and message) the open threw.
+//! - A stream whose open was an event carries its number as a JVMTI tag; calls on it are
+//!   events (input digest: the stream number and the call's argument). Untagged streams
+//!   (stdin, class files, streams opened before VMInit or inside another hook) run live in
+//!   both modes.
+//!
+//! Replay never touches the file: a replayed open leaves the stream's descriptor at -1 (so
+//! no Cleaner is registered and `close` has nothing to close) and tags it; its reads copy the
+//! recorded bytes. A recorded exception is thrown again, same class and message.
+
+use crate::{agent, clear_exception, guarded, java_stack, Agent};
+use jni::objects::{JByteArray, JClass, JObject, JString, JThrowable};
+use jni::signature::{Primitive, ReturnType};
+use jni::sys::{
+    jboolean, jbyteArray, jclass, jint, jlong, jmethodID, jobject, jstring, JNIEnv as RawJniEnv,
+};
+use jni::JNIEnv;
+use replay_core::guard::HookGuard;
+use replay_core::session::{Replayed, Session};
+use replay_core::{Payload, PayloadRef};
+use std::cell::Cell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI64, AtomicPtr, Ordering};
+use std::sync::OnceLock;
+
+const FIS: &[&str] = &["Ljava/io/FileInputStream;"];
+/// Where FileChannel's reads land (JDK 17; JDK 21 and later moved them to the Unix class).
+const DISPATCHER: &[&str] = &[
+    "Lsun/nio/ch/FileDispatcherImpl;",
+    "Lsun/nio/ch/UnixFileDispatcherImpl;",
+];
+
+/// The wrapped natives, in kind order: (declaring classes, name, descriptor).
+const NATIVES: [(&[&str], &str, &str); 12] = [
+    (FIS, "open0", "(Ljava/lang/String;)V"),
+    (FIS, "read0", "()I"),
+    (FIS, "readBytes", "([BII)I"),
+    (FIS, "available0", "()I"),
+    (FIS, "skip0", "(J)J"),
+    (FIS, "length0", "()J"),
+    (FIS, "position0", "()J"),
+    (FIS, "isRegularFile0", "(Ljava/io/FileDescriptor;)Z"),
+    // A FileInputStream's channel (`getChannel`, which `Scanner(File)` reads through) shares
+    // its FileDescriptor: the descriptor carries the stream's tag too.
+    (DISPATCHER, "read0", "(Ljava/io/FileDescriptor;JI)I"),
+    (DISPATCHER, "pread0", "(Ljava/io/FileDescriptor;JIJ)I"),
+    (DISPATCHER, "size0", "(Ljava/io/FileDescriptor;)J"),
+    (DISPATCHER, "seek0", "(Ljava/io/FileDescriptor;J)J"),
+];
+
+/// Kind names, indexed like [`NATIVES`].
+pub const KINDS: [&str; 12] = [
+    "java.io.FileInputStream.open",
+    "java.io.FileInputStream.read",
+    "java.io.FileInputStream.readBytes",
+    "java.io.FileInputStream.available",
+    "java.io.FileInputStream.skip",
+    "java.io.FileInputStream.length",
+    "java.io.FileInputStream.position",
+    "java.io.FileInputStream.isRegularFile",
+    "sun.nio.ch.FileDispatcher.read",
+    "sun.nio.ch.FileDispatcher.pread",
+    "sun.nio.ch.FileDispatcher.size",
+    "sun.nio.ch.FileDispatcher.seek",
+];
+const OPEN: usize = 0;
+const READ: usize = 1;
+const READ_BYTES: usize = 2;
+const AVAILABLE: usize = 3;
+const SKIP: usize = 4;
+const LENGTH: usize = 5;
+const POSITION: usize = 6;
+const IS_REGULAR: usize = 7;
+const NIO_READ: usize = 8;
+const NIO_PREAD: usize = 9;
+const NIO_SIZE: usize = 10;
+const NIO_SEEK: usize = 11;
+
+/// The JVM's own implementations, saved when it bound them.
+static ORIG: [AtomicPtr<c_void>; 12] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 12];
+/// `ReplayHooks.fileEvent()Z`, set at VMInit once the hook class runs: until then no call is
+/// an event.
+pub static FILE_EVENT: OnceLock<jni::objects::JStaticMethodID> = OnceLock::new();
+/// Numbers of recorded streams (the JVMTI tag; 0 means "not an event stream").
+static NEXT_STREAM: AtomicI64 = AtomicI64::new(1);
+
+type OpenFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jstring);
+type IntFn = unsafe extern "system" fn(*mut RawJniEnv, jobject) -> jint;
+type BytesFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jbyteArray, jint, jint) -> jint;
+type LongFn = unsafe extern "system" fn(*mut RawJniEnv, jobject) -> jlong;
+type SkipFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jlong) -> jlong;
+type BoolFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> jboolean;
+type NioReadFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlong, jint) -> jint;
+type NioPreadFn =
+    unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlong, jint, jlong) -> jint;
+type NioSizeFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject) -> jlong;
+type NioSeekFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlong) -> jlong;
+
+fn wrapper(i: usize) -> *mut c_void {
+    match i {
+        OPEN => open0 as OpenFn as *mut c_void,
+        READ => read0 as IntFn as *mut c_void,
+        READ_BYTES => read_bytes as BytesFn as *mut c_void,
+        AVAILABLE => available0 as IntFn as *mut c_void,
+        SKIP => skip0 as SkipFn as *mut c_void,
+        LENGTH => length0 as LongFn as *mut c_void,
+        POSITION => position0 as LongFn as *mut c_void,
+        IS_REGULAR => is_regular_file0 as BoolFn as *mut c_void,
+        NIO_READ => nio_read0 as NioReadFn as *mut c_void,
+        NIO_PREAD => nio_pread0 as NioPreadFn as *mut c_void,
+        NIO_SIZE => nio_size0 as NioSizeFn as *mut c_void,
+        _ => nio_seek0 as NioSeekFn as *mut c_void,
+    }
+}
+
+/// The original of native `i`, as type `F`.
+///
+/// # Safety
+/// `F` must be the C signature of `NATIVES[i]`; only called from its wrapper, which the JVM
+/// calls only after the bind event stored the original.
+unsafe fn orig<F: Copy>(i: usize) -> F {
+    let p = ORIG[i].load(Ordering::Acquire);
+    std::mem::transmute_copy::<*mut c_void, F>(&p)
+}
+
+/// NativeMethodBind: binds our wrapper in place of each FileInputStream native we hook.
+///
+/// # Safety
+/// Called by the JVM with valid pointers (or nulls, which are ignored).
+pub unsafe extern "C" fn on_native_bind(
+    _jvmti: crate::jvmti::RawEnv,
+    jni: *mut RawJniEnv,
+    _thread: crate::jvmti::jthread,
+    method: jmethodID,
+    address: *mut c_void,
+    new_address: *mut *mut c_void,
+) {
+    guarded("NativeMethodBind", (), || {
+        let Some(a) = agent() else { return };
+        if address.is_null() || new_address.is_null() {
+            return;
+        }
+        // Fails in the primordial phase (method names are not available yet): FileInputStream
+        // is not bound that early.
+        let Ok((owner, name, sig)) = a.jvmti.method_names(jni, method) else {
+            return;
+        };
+        if let Some(i) = NATIVES
+            .iter()
+            .position(|(o, n, s)| *n == name && *s == sig && o.contains(&owner.as_str()))
+        {
+            // A rebind of our own wrapper (RegisterNatives again) must not lose the original.
+            if address != wrapper(i) {
+                ORIG[i].store(address, Ordering::Release);
+            }
+            *new_address = wrapper(i);
+        }
+    })
+}
+
+/// Runs a wrapped call: `hooked` gets the live call and returns `Some(result)` when it
+/// handled the call (recorded or replayed it), `None` to run it live. A panic (an internal
+/// error, which disables the agent) never runs the live call twice.
+fn run<R: Copy>(
+    what: &str,
+    live: impl Fn() -> R,
+    hooked: impl FnOnce(&dyn Fn() -> R) -> Option<R>,
+) -> R {
+    let done: Cell<Option<R>> = Cell::new(None);
+    let call = || {
+        let r = live();
+        done.set(Some(r));
+        r
+    };
+    match guarded(what, None, || hooked(&call)) {
+        Some(r) => r,
+        None => done.get().unwrap_or_else(&live),
+    }
+}
+
+/// This thread's way into the hooks for one event call: `None` when the call is not an event.
+struct Call<'l> {
+    a: &'static Agent,
+    env: JNIEnv<'l>,
+    _guard: HookGuard,
+}
+
+fn begin<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
+    let a = agent()?;
+    let helper = *FILE_EVENT.get()?;
+    // Nested (inside another hook, or the helper's own class loading below): live.
+    let guard = HookGuard::enter()?;
+    // SAFETY: the JNIEnv of the calling thread, passed to the native by the JVM.
+    let mut env = unsafe { JNIEnv::from_raw(raw) }.ok()?;
+    let cls: &JClass = a.hooks.get()?.as_obj().into();
+    // SAFETY: the method ID of `static boolean fileEvent()` in that class.
+    let r = unsafe {
+        env.call_static_method_unchecked(
+            cls,
+            helper,
+            ReturnType::Primitive(Primitive::Boolean),
+            &[],
+        )
+    };
+    if clear_exception(&mut env) {
+        return None;
+    }
+    if !r.ok()?.z().ok()? {
+        return None;
+    }
+    Some(Call {
+        a,
+        env,
+        _guard: guard,
+    })
+}
+
+/// The pending exception, as `class\nmessage` (no `\n` without a message), left pending.
+fn pending_exception(env: &mut JNIEnv) -> Option<Vec<u8>> {
+    if !env.exception_check().unwrap_or(false) {
+        return None;
+    }
+    let Ok(ex) = env.exception_occurred() else {
+        return Some(b"java.io.IOException".to_vec());
+    };
+    let _ = env.exception_clear();
+    let mut out = describe(env, &ex).unwrap_or_else(|| b"java.io.IOException".to_vec());
+    clear_exception(env);
+    let _ = env.throw(ex);
+    out.shrink_to_fit();
+    Some(out)
+}
+
+fn describe(env: &mut JNIEnv, ex: &JThrowable) -> Option<Vec<u8>> {
+    let cls = env.get_object_class(ex).ok()?;
+    let name = env
+        .call_method(&cls, "getName", "()Ljava/lang/String;", &[])
+        .ok()?
+        .l()
+        .ok()?;
+    let name: String = env.get_string(&JString::from(name)).ok()?.into();
+    let msg = env
+        .call_method(ex, "getMessage", "()Ljava/lang/String;", &[])
+        .ok()?
+        .l()
+        .ok()?;
+    let mut out = name.into_bytes();
+    if !msg.is_null() {
+        let msg: String = env.get_string(&JString::from(msg)).ok()?.into();
+        out.push(b'\n');
+        out.extend_from_slice(msg.as_bytes());
+    }
+    Some(out)
+}
+
+/// Throws what [`pending_exception`] recorded: same class (IOException if it cannot be
+/// found) and message.
+fn throw_recorded(env: &mut JNIEnv, data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let (class, msg) = match text.split_once('\n') {
+        Some((c, m)) => (c, Some(m)),
+        None => (&*text, None),
+    };
+    let class = match env.find_class(class.replace('.', "/")) {
+        Ok(c) => c,
+        Err(_) => {
+            let _ = env.exception_clear();
+            match env.find_class("java/io/IOException") {
+                Ok(c) => c,
+                Err(_) => return,
+            }
+        }
+    };
+    match msg {
+        Some(m) => {
+            let _ = env.throw_new(&class, m);
+        }
+        None => {
+            let raw = env.get_raw();
+            // SAFETY: a valid env and class; JNI allows a null message.
+            unsafe {
+                if let Some(f) = (**raw).ThrowNew {
+                    f(raw, class.as_raw(), std::ptr::null());
+                }
+            }
+        }
+    }
+}
+
+struct Outcome {
+    ret: i64,
+    thrown: bool,
+    data: Option<Vec<u8>>,
+}
+
+/// Replays one call of kind `i`; `None` means run it live (no event, or policy said live).
+fn replay_one(c: &mut Call, i: usize, digest: u64) -> Option<Outcome> {
+    let env = std::cell::RefCell::new(&mut c.env);
+    let stack = || java_stack(c.a, &mut env.borrow_mut());
+    match c.a.core.replay(c.a.files[i], 0, Some(digest), &stack) {
+        Replayed::Event(e) => match e.payload {
+            Payload::Ret { ret, errno, data } => Some(Outcome {
+                ret,
+                thrown: errno != 0,
+                data,
+            }),
+            other => {
+                if !c.a.bad_payload.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "replay: event {} ({}) holds {} instead of a call's outcome; the call runs live",
+                        e.seq,
+                        KINDS[i],
+                        other.summary()
+                    );
+                }
+                None
+            }
+        },
+        Replayed::Live => None,
+    }
+}
+
+fn record_one(
+    a: &Agent,
+    i: usize,
+    digest: u64,
+    ret: i64,
+    thrown: Option<&[u8]>,
+    data: Option<&[u8]>,
+) {
+    let payload = match thrown {
+        Some(ex) => PayloadRef::Ret {
+            ret: -1,
+            errno: 1,
+            data: Some(ex),
+        },
+        None => PayloadRef::Ret {
+            ret,
+            errno: 0,
+            data,
+        },
+    };
+    a.core.record(a.files[i], 0, Some(digest), payload);
+}
+
+fn stream_digest(stream: jlong, arg: i64) -> u64 {
+    replay_core::digest(&[&stream.to_le_bytes(), &arg.to_le_bytes()])
+}
+
+/// Class files and jars are read by class loading, which must stay live.
+fn is_class_path(path: &str) -> bool {
+    path.ends_with(".class") || path.ends_with(".jar") || path.ends_with(".jmod")
+}
+
+unsafe extern "system" fn open0(raw: *mut RawJniEnv, this: jobject, path: jstring) {
+    // SAFETY (all the `orig` calls): the saved original of this very native.
+    let live = || unsafe { orig::<OpenFn>(OPEN)(raw, this, path) };
+    run("FileInputStream.open0", live, |call| {
+        agent()?;
+        FILE_EVENT.get()?;
+        // SAFETY: the thread's JNIEnv; `path` is the call's argument (a local reference).
+        let mut env = unsafe { JNIEnv::from_raw(raw) }.ok()?;
+        if path.is_null() {
+            return None; // the live call throws the NullPointerException
+        }
+        let p = unsafe { JString::from_raw(path) };
+        let name: String = env.get_string(&p).ok()?.into();
+        if is_class_path(&name) {
+            return None;
+        }
+        let mut c = begin(raw)?;
+        let digest = replay_core::digest(&[name.as_bytes()]);
+        match &c.a.core.session {
+            Session::Record(_) => {
+                call();
+                match pending_exception(&mut c.env) {
+                    Some(ex) => record_one(c.a, OPEN, digest, -1, Some(&ex), None),
+                    None => {
+                        let id = NEXT_STREAM.fetch_add(1, Ordering::Relaxed);
+                        // An untagged stream is simply live; recording the open still holds.
+                        tag_stream(&mut c, this, id);
+                        record_one(c.a, OPEN, digest, id, None, None);
+                    }
+                }
+                Some(())
+            }
+            Session::Replay(_) => {
+                let o = replay_one(&mut c, OPEN, digest)?;
+                if o.thrown {
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
+                } else {
+                    let id = if o.ret > 0 {
+                        o.ret
+                    } else {
+                        NEXT_STREAM.fetch_add(1, Ordering::Relaxed)
+                    };
+                    if !tag_stream(&mut c, this, id) {
+                        // The stream could not be marked: open it for real instead.
+                        return None;
+                    }
+                }
+                Some(())
+            }
+        }
+    })
+}
+
+/// Marks a stream and its FileDescriptor (which its channel reads through) as stream `id`.
+/// Returns whether the stream itself got the tag.
+fn tag_stream(c: &mut Call, this: jobject, id: jlong) -> bool {
+    if c.a.jvmti.set_tag(this, id).is_err() {
+        return false;
+    }
+    // SAFETY: `this` is the native's receiver, a live local reference we do not delete.
+    let stream = unsafe { JObject::from_raw(this) };
+    match c
+        .env
+        .get_field(&stream, "fd", "Ljava/io/FileDescriptor;")
+        .and_then(|v| v.l())
+    {
+        Ok(fd) if !fd.is_null() => {
+            let _ = c.a.jvmti.set_tag(fd.as_raw(), id);
+            let _ = c.env.delete_local_ref(fd);
+        }
+        _ => {
+            clear_exception(&mut c.env);
+        }
+    }
+    true
+}
+
+/// The stream's number if calls on it are events.
+fn stream_of(this: jobject) -> Option<jlong> {
+    let a = agent()?;
+    a.jvmti.tag(this).ok().filter(|&t| t != 0)
+}
+
+/// One call on a stream returning a number (read0, available0, skip0, length0, position0,
+/// isRegularFile0): the number, or the exception, is the payload.
+fn scalar(raw: *mut RawJniEnv, this: jobject, i: usize, arg: i64, live: impl Fn() -> i64) -> i64 {
+    run(NATIVES[i].1, live, |call| {
+        let stream = stream_of(this)?;
+        let mut c = begin(raw)?;
+        let digest = stream_digest(stream, arg);
+        match &c.a.core.session {
+            Session::Record(_) => {
+                let r = call();
+                let ex = pending_exception(&mut c.env);
+                record_one(c.a, i, digest, r, ex.as_deref(), None);
+                Some(r)
+            }
+            Session::Replay(_) => {
+                let o = replay_one(&mut c, i, digest)?;
+                if o.thrown {
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
+                }
+                Some(o.ret)
+            }
+        }
+    })
+}
+
+unsafe extern "system" fn read0(raw: *mut RawJniEnv, this: jobject) -> jint {
+    let live = || unsafe { orig::<IntFn>(READ)(raw, this) } as i64;
+    scalar(raw, this, READ, 0, live) as jint
+}
+
+unsafe extern "system" fn available0(raw: *mut RawJniEnv, this: jobject) -> jint {
+    let live = || unsafe { orig::<IntFn>(AVAILABLE)(raw, this) } as i64;
+    scalar(raw, this, AVAILABLE, 0, live) as jint
+}
+
+unsafe extern "system" fn skip0(raw: *mut RawJniEnv, this: jobject, n: jlong) -> jlong {
+    let live = || unsafe { orig::<SkipFn>(SKIP)(raw, this, n) };
+    scalar(raw, this, SKIP, n, live)
+}
+
+unsafe extern "system" fn length0(raw: *mut RawJniEnv, this: jobject) -> jlong {
+    let live = || unsafe { orig::<LongFn>(LENGTH)(raw, this) };
+    scalar(raw, this, LENGTH, 0, live)
+}
+
+unsafe extern "system" fn position0(raw: *mut RawJniEnv, this: jobject) -> jlong {
+    let live = || unsafe { orig::<LongFn>(POSITION)(raw, this) };
+    scalar(raw, this, POSITION, 0, live)
+}
+
+unsafe extern "system" fn is_regular_file0(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    fd: jobject,
+) -> jboolean {
+    let live = || unsafe { orig::<BoolFn>(IS_REGULAR)(raw, this, fd) } as i64;
+    (scalar(raw, this, IS_REGULAR, 0, live) != 0) as jboolean
+}
+
+unsafe extern "system" fn read_bytes(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    b: jbyteArray,
+    off: jint,
+    len: jint,
+) -> jint {
+    let live = || unsafe { orig::<BytesFn>(READ_BYTES)(raw, this, b, off, len) };
+    run("FileInputStream.readBytes", live, |call| {
+        let stream = stream_of(this)?;
+        let mut c = begin(raw)?;
+        let digest = stream_digest(stream, len as i64);
+        // SAFETY: the call's array argument, a local reference we do not delete.
+        let arr = unsafe { JByteArray::from_raw(b) };
+        match &c.a.core.session {
+            Session::Record(_) => {
+                let n = call();
+                if let Some(ex) = pending_exception(&mut c.env) {
+                    record_one(c.a, READ_BYTES, digest, -1, Some(&ex), None);
+                    return Some(n);
+                }
+                let mut buf = vec![0i8; n.max(0) as usize];
+                if n > 0 && c.env.get_byte_array_region(&arr, off, &mut buf).is_err() {
+                    clear_exception(&mut c.env);
+                    // The read happened but its bytes cannot be seen: stop recording.
+                    crate::internal_error(Some(&mut c.env), "cannot read a FileInputStream buffer");
+                    return Some(n);
+                }
+                let bytes: Vec<u8> = buf.iter().map(|&x| x as u8).collect();
+                record_one(c.a, READ_BYTES, digest, n as i64, None, Some(&bytes));
+                Some(n)
+            }
+            Session::Replay(_) => {
+                let o = replay_one(&mut c, READ_BYTES, digest)?;
+                if o.thrown {
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
+                    return Some(-1);
+                }
+                let data = o.data.unwrap_or_default();
+                let n = o.ret;
+                if n > 0 {
+                    if n as usize != data.len() || n > len as i64 {
+                        crate::internal_error(
+                            Some(&mut c.env),
+                            "a recorded FileInputStream read does not fit the buffer",
+                        );
+                        return None;
+                    }
+                    let signed: Vec<i8> = data.iter().map(|&x| x as i8).collect();
+                    if c.env.set_byte_array_region(&arr, off, &signed).is_err() {
+                        clear_exception(&mut c.env);
+                        return None;
+                    }
+                }
+                Some(n as jint)
+            }
+        }
+    })
+}
+
+// FileChannel reads of a tagged FileDescriptor: `address` is the JDK's native buffer of `len`
+// bytes (a direct or temporary direct buffer).
+
+/// A channel read (`read0`, `pread0`): the bytes at `address` are the payload.
+fn nio_read(
+    raw: *mut RawJniEnv,
+    fd: jobject,
+    i: usize,
+    address: jlong,
+    len: jint,
+    arg: i64,
+    live: impl Fn() -> jint,
+) -> jint {
+    run(NATIVES[i].1, live, |call| {
+        let stream = stream_of(fd)?;
+        let mut c = begin(raw)?;
+        let digest = stream_digest(stream, arg);
+        match &c.a.core.session {
+            Session::Record(_) => {
+                let n = call();
+                let ex = pending_exception(&mut c.env);
+                let bytes = (ex.is_none() && n > 0 && n <= len && address != 0).then(|| {
+                    // SAFETY: the read just put n bytes at `address`, a buffer of len bytes.
+                    unsafe { std::slice::from_raw_parts(address as *const u8, n as usize) }
+                });
+                record_one(c.a, i, digest, n as i64, ex.as_deref(), bytes);
+                Some(n)
+            }
+            Session::Replay(_) => {
+                let o = replay_one(&mut c, i, digest)?;
+                if o.thrown {
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
+                    return Some(-1);
+                }
+                let data = o.data.unwrap_or_default();
+                if o.ret > 0 {
+                    if o.ret as usize != data.len() || o.ret > len as i64 || address == 0 {
+                        crate::internal_error(
+                            Some(&mut c.env),
+                            "a recorded FileChannel read does not fit the buffer",
+                        );
+                        return None;
+                    }
+                    // SAFETY: the JDK's buffer at `address` holds len >= data.len() bytes.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(data.as_ptr(), address as *mut u8, data.len())
+                    };
+                }
+                Some(o.ret as jint)
+            }
+        }
+    })
+}
+
+unsafe extern "system" fn nio_read0(
+    raw: *mut RawJniEnv,
+    cls: jclass,
+    fd: jobject,
+    address: jlong,
+    len: jint,
+) -> jint {
+    let live = || unsafe { orig::<NioReadFn>(NIO_READ)(raw, cls, fd, address, len) };
+    nio_read(raw, fd, NIO_READ, address, len, len as i64, live)
+}
+
+unsafe extern "system" fn nio_pread0(
+    raw: *mut RawJniEnv,
+    cls: jclass,
+    fd: jobject,
+    address: jlong,
+    len: jint,
+    position: jlong,
+) -> jint {
+    let live = || unsafe { orig::<NioPreadFn>(NIO_PREAD)(raw, cls, fd, address, len, position) };
+    // The digest holds the position: a read elsewhere in the file is another call.
+    let arg = position.wrapping_mul(1 << 32) ^ len as i64;
+    nio_read(raw, fd, NIO_PREAD, address, len, arg, live)
+}
+
+unsafe extern "system" fn nio_size0(raw: *mut RawJniEnv, cls: jclass, fd: jobject) -> jlong {
+    let live = || unsafe { orig::<NioSizeFn>(NIO_SIZE)(raw, cls, fd) };
+    scalar(raw, fd, NIO_SIZE, 0, live)
+}
+
+unsafe extern "system" fn nio_seek0(
+    raw: *mut RawJniEnv,
+    cls: jclass,
+    fd: jobject,
+    offset: jlong,
+) -> jlong {
+    let live = || unsafe { orig::<NioSeekFn>(NIO_SEEK)(raw, cls, fd, offset) };
+    scalar(raw, fd, NIO_SEEK, offset, live)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natives_and_kinds_line_up() {
+        assert_eq!(NATIVES.len(), KINDS.len());
+        for (i, (_, n, _)) in NATIVES.iter().enumerate() {
+            let short = n.trim_end_matches('0').trim_end_matches("Bytes");
+            let k = KINDS[i].rsplit('.').next().unwrap();
+            assert_eq!(k.trim_end_matches("Bytes"), short, "{n}");
+        }
+        let mut w: Vec<usize> = (0..NATIVES.len()).map(|i| wrapper(i) as usize).collect();
+        w.dedup();
+        assert_eq!(w.len(), NATIVES.len(), "one wrapper per native");
+    }
+
+    #[test]
+    fn class_loading_paths_stay_live() {
+        assert!(is_class_path("/app/classes/Main.class"));
+        assert!(is_class_path("/app/lib/dep.jar"));
+        assert!(!is_class_path("/app/data/input.txt"));
+        assert!(!is_class_path("/app/data/classes"));
+    }
+}
