@@ -1,0 +1,238 @@
+'use strict';
+// replay-node: records and replays Date.now, Date, Math.random and performance.now.
+// Loaded with `node --require /path/to/node-addon app.js`; configured by REPLAY_* variables.
+//
+// The hooks must be installed before any user code runs (a reference to the real function
+// taken earlier bypasses them), which is what --require does. Only the main JS thread is
+// hooked: worker_threads also run --require modules, and there this file does nothing, so
+// calls made in workers run live and are not recorded.
+
+const { isMainThread } = require('worker_threads');
+
+// A second copy of this file (the package reached through another path) must not hook the
+// hooks again; it hands out the first copy's exports.
+const LOADED = Symbol.for('replay-node');
+const api = globalThis[LOADED] || {
+  mode: 'off',
+  flush() {},
+};
+module.exports = api;
+
+// Hook codes, as the native side knows them (KINDS in src/lib.rs).
+const K_NOW = 0;
+const K_DATE = 1;
+const K_RANDOM = 2;
+const K_PERF = 3;
+
+// Events buffered before they are handed to the native side: a crossing costs about as much
+// as a hundred hooked calls, so it is paid once per batch.
+const BATCH = 4096;
+// A program that stops calling the hooks still gets its events to the log within this.
+const FLUSH_MS = 100;
+
+function fail(what, e) {
+  const msg = e && e.message ? e.message : String(e);
+  process.stderr.write(`replay: internal error in replay-node (${what}: ${msg}); replay is off, the program runs on\n`);
+}
+
+if (isMainThread && !globalThis[LOADED]) {
+  Object.defineProperty(globalThis, LOADED, { value: api });
+  install();
+}
+
+function install() {
+  const mode = (process.env.REPLAY_MODE || 'off').trim().toLowerCase();
+  if (mode === 'off' || mode === '') return;
+
+  let native;
+  try {
+    native = require('./replay_node.node');
+  } catch (e) {
+    process.stderr.write(
+      `replay: replay-node's native part is not built (${e.code || e.message}); run npm install in ${__dirname}; replay is off\n`,
+    );
+    return;
+  }
+  let started;
+  try {
+    started = native.start(process.version);
+  } catch (e) {
+    fail('start', e);
+    return;
+  }
+  if (started === 'off') return;
+  api.mode = started;
+
+  // Captured before anything is replaced: the hooks call these.
+  const RealDate = globalThis.Date;
+  const realNow = RealDate.now;
+  const realRandom = Math.random;
+  const perf = globalThis.performance;
+  const realPerfNow = perf.now;
+  const realPerfNowOwn = Object.getOwnPropertyDescriptor(perf, 'now');
+  const realCtor = RealDate.prototype.constructor;
+
+  let on = true;
+  let clock; // (code, liveFn) -> value, set per mode below
+  let finish; // called once at exit
+
+  function restore() {
+    on = false;
+    globalThis.Date = RealDate;
+    RealDate.prototype.constructor = realCtor;
+    Math.random = realRandom;
+    if (realPerfNowOwn) Object.defineProperty(perf, 'now', realPerfNowOwn);
+    else delete perf.now;
+  }
+
+  function disable(what, e) {
+    restore();
+    fail(what, e);
+    try {
+      native.disable();
+    } catch (_) {
+      // Already reported; nothing more to do.
+    }
+  }
+
+  // Where the program made a call, for divergence reports: the first frames outside this file
+  // and Node's own loader.
+  const callSite = () => {
+    const frames = String(new Error().stack || '')
+      .split('\n')
+      .slice(1)
+      .map((l) => l.trim())
+      .filter((l) => l.startsWith('at ') && !l.includes(__filename) && !l.includes('(node:internal/'));
+    return frames.slice(0, 4).join('\n');
+  };
+
+  const liveNow = () => realNow();
+  const livePerf = () => realPerfNow.call(perf);
+
+  if (started === 'record') {
+    const values = new Float64Array(BATCH);
+    const codes = new Uint8Array(BATCH);
+    let n = 0;
+    const flushBatch = () => {
+      if (n === 0) return;
+      const count = n;
+      n = 0;
+      try {
+        native.recordBatch(values, codes, count);
+      } catch (e) {
+        disable('recording', e);
+      }
+    };
+    clock = (code, live) => {
+      const v = live();
+      if (on) {
+        values[n] = v;
+        codes[n] = code;
+        if (++n === BATCH) flushBatch();
+      }
+      return v;
+    };
+    const timer = setInterval(flushBatch, FLUSH_MS);
+    timer.unref();
+    api.flush = () => {
+      flushBatch();
+      try {
+        native.flush();
+      } catch (e) {
+        disable('flush', e);
+      }
+    };
+    finish = () => {
+      clearInterval(timer);
+      flushBatch();
+      return native.shutdown();
+    };
+  } else {
+    const leave = () => {
+      restore();
+      process.exit(native.exitCode());
+    };
+    clock = (code, live) => {
+      if (!on) return live();
+      let v;
+      try {
+        v = native.replayNext(code);
+      } catch (e) {
+        disable('replay', e);
+        return live();
+      }
+      // NaN: not replayed (none of these calls ever returns NaN for real).
+      if (v !== v) {
+        try {
+          v = native.diverged(code, callSite());
+        } catch (e) {
+          disable('replay', e);
+          return live();
+        }
+        if (native.exitCode() !== 0) leave();
+        if (v !== v) return live();
+      }
+      return v;
+    };
+    finish = () => native.shutdown();
+  }
+
+  const liveRandom = () => realRandom();
+
+  // Date: a plain function named Date around the real one (a subclass would break Date()
+  // without new, util.inspect and instanceof for dates made elsewhere). The prototype stays
+  // the real one, so every date, wherever made, is `instanceof Date`.
+  const ReplayDate = function Date(...args) {
+    if (new.target === undefined) {
+      // Date() called as a function: the current time as a string.
+      return new RealDate(clock(K_DATE, liveNow)).toString();
+    }
+    if (args.length === 0) return Reflect.construct(RealDate, [clock(K_DATE, liveNow)], new.target);
+    return Reflect.construct(RealDate, args, new.target);
+  };
+  Object.defineProperty(ReplayDate, 'length', { value: RealDate.length });
+  ReplayDate.prototype = RealDate.prototype;
+  Object.setPrototypeOf(ReplayDate, RealDate);
+  for (const key of ['UTC', 'parse']) {
+    Object.defineProperty(ReplayDate, key, Object.getOwnPropertyDescriptor(RealDate, key));
+  }
+  Object.defineProperty(ReplayDate, 'now', {
+    value: function now() {
+      return clock(K_NOW, liveNow);
+    },
+    writable: true,
+    configurable: true,
+  });
+
+  try {
+    RealDate.prototype.constructor = ReplayDate;
+    globalThis.Date = ReplayDate;
+    Math.random = function random() {
+      return clock(K_RANDOM, liveRandom);
+    };
+    Object.defineProperty(perf, 'now', {
+      value: function now() {
+        return clock(K_PERF, livePerf);
+      },
+      writable: true,
+      configurable: true,
+    });
+  } catch (e) {
+    disable('installing the hooks', e);
+    return;
+  }
+
+  let finished = false;
+  process.on('exit', () => {
+    if (finished) return;
+    finished = true;
+    let status = 0;
+    try {
+      status = finish();
+    } catch (e) {
+      fail('shutdown', e);
+    }
+    restore();
+    if (status !== 0) process.exitCode = status;
+  });
+}

@@ -1,0 +1,322 @@
+//! The Node front end, end to end: real `node` processes load the package (node-addon's
+//! index.js with target/release/libreplay_node.so as replay_node.node) through `--require`,
+//! record a script, and replay it later, unchanged and changed.
+
+use replay_core::{LogReader, Ordered, Payload};
+use replay_tests::{command, release_artifact, replay_command, repo, run, Finished};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The package as `npm install` would leave it: index.js, index.d.ts, package.json and the
+/// built addon, in `<dir>/replay-node`.
+fn package(dir: &Path) -> PathBuf {
+    let so = release_artifact("libreplay_node.so");
+    let pkg = dir.join("replay-node");
+    std::fs::create_dir_all(&pkg).unwrap();
+    for f in ["index.js", "index.d.ts", "package.json"] {
+        std::fs::copy(repo().join("node-addon").join(f), pkg.join(f)).unwrap();
+    }
+    std::fs::copy(so, pkg.join("replay_node.node")).unwrap();
+    pkg
+}
+
+/// Prints a line per hooked call kind, with values that differ on every live run.
+const SCRIPT: &str = r#"
+const t0 = Date.now();
+const d = new Date();
+console.log('iso', d.toISOString());
+console.log('string', Date());
+const p0 = performance.now();
+let r = [];
+for (let i = 0; i < 10000; i++) r.push(Math.random());
+console.log('random', r[0], r[1], r[4321], r[9999]);
+// Crosses the JS-side batch boundary more than once: the order must survive batching.
+let acc = 0;
+for (let i = 0; i < 9000; i++) acc += (Date.now() - t0) + Math.random();
+console.log('acc', acc);
+console.log('perf', performance.now() - p0, performance.now());
+console.log('delta', Date.now() - t0);
+console.log('compat', new Date(0).toISOString(), new Date() instanceof Date,
+  require('fs').statSync('.').mtime instanceof Date, Date.UTC(2020, 1, 29),
+  Date.parse('2021-03-04T05:06:07Z'), Date.name, Date.length,
+  Object.prototype.toString.call(new Date()), typeof Date(), new Date(2020, 0, 1).getFullYear());
+class Sub extends Date {}
+console.log('subclass', new Sub(5).getTime(), new Sub() instanceof Date);
+// After the record-side flush timer ran a few times: it must not add events of its own.
+setTimeout(() => console.log('later', Date.now() - t0), 350);
+"#;
+
+fn node(pkg: &Path, mode: &str, log: &Path, script: &Path) -> Finished {
+    let mut c = replay_command(Path::new("node"), mode, log);
+    c.arg("--require").arg(pkg).arg(script);
+    run(&mut c)
+}
+
+fn kinds(log: &Path) -> Vec<(String, Payload)> {
+    let mut it = Ordered::new(LogReader::open(log).expect("log opens"));
+    let mut v = Vec::new();
+    while let Some(e) = it.next() {
+        v.push((it.reader.strings().name(e.kind).to_string(), e.payload));
+    }
+    assert!(it.error().is_none(), "log read error: {:?}", it.error());
+    v
+}
+
+fn have_node() -> bool {
+    let ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("node is not installed: skipping the Node tests");
+    }
+    ok
+}
+
+#[test]
+fn replay_reproduces_clock_and_random_output_and_a_changed_script_diverges() {
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let script = dir.path().join("app.js");
+    std::fs::write(&script, SCRIPT).unwrap();
+    let log = dir.path().join("app.replay");
+
+    let rec = node(&pkg, "record", &log, &script);
+    assert_eq!(rec.code(), 0, "record failed: {}", rec.stderr);
+    assert!(rec.stderr_lines().is_empty(), "record said: {}", rec.stderr);
+    let out = rec.stdout_text();
+    assert!(
+        out.contains("compat 1970-01-01T00:00:00.000Z true true 1582934400000 1614834367000 Date 7 [object Date] string 2020"),
+        "{out}"
+    );
+    assert!(out.contains("subclass 5 true\nlater "), "{out}");
+
+    // A live run prints different values, so equal output below means replay served them.
+    let live = run(command(Path::new("node"))
+        .arg("--require")
+        .arg(&pkg)
+        .arg(&script));
+    assert_eq!(live.code(), 0, "{}", live.stderr);
+    assert_ne!(
+        live.stdout, rec.stdout,
+        "two live runs printed the same values"
+    );
+
+    let events = kinds(&log);
+    let count = |k: &str| events.iter().filter(|(n, _)| n == k).count();
+    assert_eq!(count("node.Math.random"), 19000);
+    assert_eq!(count("node.Date.now"), 9003);
+    assert_eq!(count("node.performance.now"), 3);
+    // new Date() three times, Date() twice, new Sub() once (new Date(0) and friends read no
+    // clock).
+    assert_eq!(count("node.Date"), 6);
+    assert_eq!(events.len(), 19000 + 9003 + 3 + 6);
+    assert!(
+        matches!(events[0], (ref k, Payload::Int { .. }) if k == "node.Date.now"),
+        "{:?}",
+        events[0]
+    );
+
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let rep = node(&pkg, "replay", &log, &script);
+    assert_eq!(rep.code(), 0, "replay failed: {}", rep.stderr);
+    assert_eq!(rep.stdout_text(), out, "replay printed something else");
+    assert!(rep.stderr_lines().is_empty(), "replay said: {}", rep.stderr);
+
+    // One Math.random call fewer: the next call (Date.now) meets the last recorded Math.random.
+    let changed = dir.path().join("changed.js");
+    std::fs::write(&changed, SCRIPT.replace("i < 10000", "i < 9999")).unwrap();
+    let div = node(&pkg, "replay", &log, &changed);
+    assert_eq!(
+        div.code(),
+        86,
+        "stdout {}\nstderr {}",
+        div.stdout_text(),
+        div.stderr
+    );
+    assert!(
+        div.stderr
+            .contains("replay: DIVERGENCE: event #10003 in thread 0 \"main\""),
+        "{}",
+        div.stderr
+    );
+    assert!(
+        div.stderr.contains("expected: node.Math.random")
+            && div.stderr.contains("actual:   node.Date.now"),
+        "{}",
+        div.stderr
+    );
+    assert!(
+        div.stderr.contains("exiting with status 86"),
+        "{}",
+        div.stderr
+    );
+    // Output before the change was the recorded one (the third line prints the missing value).
+    let first = |s: &str| s.lines().take(2).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(first(&div.stdout_text()), first(&out));
+    assert_eq!(
+        div.stdout_text().lines().count(),
+        3,
+        "{}",
+        div.stdout_text()
+    );
+
+    // A shorter program leaves events over: a divergence at exit.
+    let short = dir.path().join("short.js");
+    std::fs::write(&short, "console.log(Date.now() > 0);\n").unwrap();
+    let left = node(&pkg, "replay", &log, &short);
+    assert_eq!(left.code(), 86, "{}", left.stderr);
+    assert_eq!(left.stdout_text(), "true\n");
+    assert!(left.stderr.contains("DIVERGENCE"), "{}", left.stderr);
+}
+
+#[test]
+fn bad_options_and_missing_logs_leave_the_program_running_live() {
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let script = dir.path().join("app.js");
+    std::fs::write(&script, "console.log('ran', new Date() instanceof Date);\n").unwrap();
+
+    let missing = dir.path().join("none.replay");
+    let r = node(&pkg, "replay", &missing, &script);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "ran true\n");
+    let lines = r.stderr_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].starts_with("replay: cannot replay"), "{lines:?}");
+
+    let log = dir.path().join("a.replay");
+    let mut c = replay_command(Path::new("node"), "record", &log);
+    c.env("REPLAY_POLICY", "sometimes")
+        .arg("--require")
+        .arg(&pkg)
+        .arg(&script);
+    let r = run(&mut c);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "ran true\n");
+    let lines = r.stderr_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("REPLAY_POLICY"), "{lines:?}");
+    assert!(!log.exists());
+
+    // A log that cannot be created: one line, and the program runs unrecorded.
+    let bad = dir.path().join("no-such-dir").join("x.replay");
+    let r = node(&pkg, "record", &bad, &script);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "ran true\n");
+    let lines = r.stderr_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("replay: cannot create log")
+            && lines[0].contains("runs without recording"),
+        "{lines:?}"
+    );
+
+    // A worker thread loads the package too (--require applies to workers) and runs live.
+    let worker = dir.path().join("worker.js");
+    std::fs::write(
+        &worker,
+        "const { Worker, isMainThread, parentPort } = require('worker_threads');\n\
+         if (isMainThread) { new Worker(__filename).on('message', (m) => console.log('worker', m, Date.now() > 0)); }\n\
+         else { parentPort.postMessage(typeof Math.random()); }\n",
+    )
+    .unwrap();
+    let log = dir.path().join("w.replay");
+    let r = node(&pkg, "record", &log, &worker);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "worker number true\n");
+    let events = kinds(&log);
+    assert_eq!(events.len(), 1, "{events:?}");
+    let rep = node(&pkg, "replay", &log, &worker);
+    assert_eq!(rep.code(), 0, "{}", rep.stderr);
+    assert_eq!(rep.stdout_text(), "worker number true\n");
+}
+
+#[test]
+fn the_type_declarations_match_the_exports() {
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let dts = std::fs::read_to_string(pkg.join("index.d.ts")).unwrap();
+    // `export declare const NAME` / `export declare function NAME(`: name and JS type.
+    let mut declared: Vec<String> = dts
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("export declare "))
+        .map(|l| {
+            let (what, rest) = l.split_once(' ').expect("declaration");
+            let name: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let ty = if what == "function" {
+                "function"
+            } else {
+                "string"
+            };
+            format!("{name}:{ty}")
+        })
+        .collect();
+    declared.sort();
+    assert!(!declared.is_empty(), "no exports declared in index.d.ts");
+    let script = dir.path().join("keys.js");
+    std::fs::write(
+        &script,
+        "const r = require(process.argv[2]);\n\
+         console.log(Object.keys(r).sort().map((k) => k + ':' + typeof r[k]).join(','), r.mode);\n",
+    )
+    .unwrap();
+    for mode in ["off", "record"] {
+        let log = dir.path().join("keys.replay");
+        let mut c = replay_command(Path::new("node"), mode, &log);
+        c.arg("--require").arg(&pkg).arg(&script).arg(&pkg);
+        let r = run(&mut c);
+        assert_eq!(r.code(), 0, "{}", r.stderr);
+        assert_eq!(
+            r.stdout_text(),
+            format!("{} {mode}\n", declared.join(",")),
+            "exports of the package in mode {mode} differ from index.d.ts"
+        );
+    }
+}
+
+#[test]
+fn warn_live_reports_and_runs_on_live() {
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let script = dir.path().join("app.js");
+    std::fs::write(&script, "console.log(Math.random(), Date.now() > 0);\n").unwrap();
+    let log = dir.path().join("w.replay");
+    let rec = node(&pkg, "record", &log, &script);
+    assert_eq!(rec.code(), 0, "{}", rec.stderr);
+    let recorded_random = rec.stdout_text().split(' ').next().unwrap().to_string();
+
+    // Date.now first: a mismatch; warn-live reports it and the rest runs live.
+    std::fs::write(&script, "console.log(Date.now() > 0, Math.random() < 1);\n").unwrap();
+    let mut c = replay_command(Path::new("node"), "replay", &log);
+    c.env("REPLAY_POLICY", "warn-live")
+        .arg("--require")
+        .arg(&pkg)
+        .arg(&script);
+    let r = run(&mut c);
+    assert_eq!(r.code(), 0, "{}", r.stderr);
+    assert_eq!(r.stdout_text(), "true true\n");
+    assert!(
+        r.stderr.contains("expected: node.Math.random -> ")
+            && r.stderr.contains(&recorded_random)
+            && r.stderr.contains("actual:   node.Date.now")
+            && r.stderr.contains("policy warn-live"),
+        "{}",
+        r.stderr
+    );
+}
