@@ -48,3 +48,11 @@ for jdk in /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/temurin-25-jdk-amd64;
   bare=$(best) off=$(best -agentpath:"$agent"=off) rec=$(best -agentpath:"$agent"=record,log="$tmp/h.replay")
   echo "  $(basename "$jdk"): bare $bare  agent off $off  record $rec ($(awk "BEGIN{printf \"%.2f\", $rec/$bare}")x)"
 done
+
+echo "== Node addon (ns/call of a hot loop, 5 M calls; bare, record, replay)"
+if command -v node >/dev/null 2>&1; then
+  cp target/release/libreplay_node.so node-addon/replay_node.node
+  node node-addon/bench.js | sed 's/^/  bare:   /'
+  REPLAY_MODE=record REPLAY_LOG="$tmp/n.replay" node --require ./node-addon node-addon/bench.js | sed 's/^/  record: /'
+  REPLAY_MODE=replay REPLAY_LOG="$tmp/n.replay" node --require ./node-addon node-addon/bench.js | sed 's/^/  replay: /'
+fi
