@@ -434,6 +434,93 @@ impl Replayer {
         })
     }
 
+    /// Batch replay for front ends that buffer on their own side (a `long[]` in Java, a
+    /// typed array in JS): takes the thread's next event as [`Self::next`] does (waiting for
+    /// its turn and verifying it), then every following event of this thread whose sequence
+    /// number follows without a gap, is of the same `kind` and carries no input digest, up to
+    /// `max` events in all. No other thread's event lies between them, so taking them early
+    /// never waits and never reorders intercepted calls across threads; other threads may go
+    /// on with their later events while this thread uses its buffer. The front end checks
+    /// each buffered event against the call it serves and reports a difference with
+    /// [`Self::mismatch`].
+    pub fn next_run(
+        &self,
+        kind: u32,
+        max: usize,
+        out: &mut Vec<Event>,
+    ) -> Result<(), Box<Divergence>> {
+        out.push(self.next(kind, 0, None)?);
+        let _ = LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            let Some(local) = l.as_mut().filter(|x| x.gen == self.inner.gen) else {
+                return;
+            };
+            while out.len() < max {
+                let last = out.last().map_or(0, |e| e.seq);
+                match self.peek(local) {
+                    Some(e) if e.seq == last + 1 && e.kind == kind && e.digest.is_none() => {}
+                    _ => break,
+                }
+                let ev = std::mem::replace(
+                    &mut local.batch[local.pos],
+                    Event {
+                        seq: 0,
+                        thread: 0,
+                        kind: 0,
+                        site: 0,
+                        digest: None,
+                        payload: crate::event::Payload::None,
+                    },
+                );
+                self.consume(local, ev.seq);
+                out.push(ev);
+            }
+        });
+        Ok(())
+    }
+
+    /// A mismatch found by a front end between an event it took with [`Self::next_run`] and
+    /// the call the program made instead (live string ids and digest), as a divergence report.
+    pub fn mismatch(
+        &self,
+        expected: Event,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+    ) -> Box<Divergence> {
+        let local = LOCAL
+            .try_with(|l| {
+                l.borrow()
+                    .as_ref()
+                    .filter(|x| x.gen == self.inner.gen)
+                    .map(|x| (x.thread, x.name.clone()))
+            })
+            .ok()
+            .flatten();
+        let (thread, name) = local.unwrap_or((u32::MAX, "unknown thread".into()));
+        let tmp = Local {
+            gen: 0,
+            thread,
+            queue: None,
+            batch: Vec::new(),
+            pos: 0,
+            name,
+        };
+        let seq = expected.seq;
+        self.divergence(
+            DivergenceKind::Mismatch,
+            &tmp,
+            Some(expected),
+            Actual {
+                kind,
+                site,
+                digest,
+                context: None,
+            },
+        )
+        .with_seq(seq)
+    }
+
     fn consume(&self, local: &mut Local, seq: u64) {
         local.pos += 1;
         if let Some(q) = &local.queue {

@@ -353,3 +353,59 @@ fn cut_log_replays_up_to_its_last_chunk() {
     assert!(rp.next(k, 0, None).is_err());
     assert!(matches!(rp.end(), Some(End::Cut { .. })));
 }
+
+#[test]
+fn next_run_takes_a_threads_consecutive_events_without_waiting() {
+    // Recorded: A×5, B×1, A×5 (seq 0-4 A, 5 B, 6-10 A).
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("run.replay");
+    let r = common::recorder(&p);
+    let k = r.intern("v");
+    let other = r.intern("w");
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            r.name_thread("a");
+            for i in 0..10u64 {
+                r.record(k, 0, None, PayloadRef::Uint(i));
+                if i == 4 {
+                    // B records its one event between A's two halves.
+                    std::thread::scope(|s2| {
+                        s2.spawn(|| {
+                            r.name_thread("b");
+                            r.record(other, 0, None, PayloadRef::Uint(99));
+                        });
+                    });
+                }
+            }
+        });
+    });
+    r.finish().unwrap();
+
+    let rp = common::replayer(&p, Order::Strict, Duration::from_secs(2));
+    let (k, other) = (rp.intern("v"), rp.intern("w"));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            rp.name_thread("a");
+            let mut buf = Vec::new();
+            rp.next_run(k, 100, &mut buf).unwrap();
+            assert_eq!(
+                buf.iter().map(|e| e.seq).collect::<Vec<_>>(),
+                vec![0, 1, 2, 3, 4]
+            );
+            buf.clear();
+            // Waits for B's #5, then takes the rest in one go, capped by max.
+            rp.next_run(k, 3, &mut buf).unwrap();
+            assert_eq!(buf.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![6, 7, 8]);
+            buf.clear();
+            rp.next_run(k, 100, &mut buf).unwrap();
+            assert_eq!(buf.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![9, 10]);
+            let d = rp.mismatch(buf[1].clone(), other, 0, None);
+            assert!(d.render().contains("event #10"), "{}", d.render());
+        });
+        s.spawn(|| {
+            rp.name_thread("b");
+            assert_eq!(rp.next(other, 0, None).unwrap().seq, 5);
+        });
+    });
+    rp.finish().unwrap();
+}
