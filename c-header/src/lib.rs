@@ -295,14 +295,7 @@ fn init(compiler: &str) -> c_int {
         if active().is_some() {
             return 0;
         }
-        // Only REPLAY_* variables matter; reading them lossily means an unrelated variable
-        // that is not UTF-8 cannot stop the program (std::env::vars would panic on it).
-        let vars = std::env::vars_os().filter_map(|(k, v)| {
-            let k = k.to_string_lossy().into_owned();
-            k.starts_with("REPLAY_")
-                .then(|| (k, v.to_string_lossy().into_owned()))
-        });
-        let (options, unknown) = match Options::from_env_vars(vars) {
+        let (options, unknown) = match Options::from_env() {
             Ok(x) => x,
             Err(e) => {
                 eprintln!("replay: {e}; replay is off");

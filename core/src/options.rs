@@ -259,6 +259,17 @@ impl Options {
         Ok((o, unknown))
     }
 
+    /// [`Self::from_env_vars`] over this process's environment. Variables are read lossily:
+    /// an unrelated variable that is not UTF-8 must not stop the program (`std::env::vars`
+    /// would panic on it).
+    pub fn from_env() -> Result<(Options, Vec<(String, String)>), OptError> {
+        Self::from_env_vars(std::env::vars_os().filter_map(|(k, v)| {
+            let k = k.to_string_lossy().into_owned();
+            k.starts_with("REPLAY_")
+                .then(|| (k, v.to_string_lossy().into_owned()))
+        }))
+    }
+
     /// The effective options, as recorded in the log header.
     pub fn describe(&self) -> Vec<(String, String)> {
         let mut v = vec![

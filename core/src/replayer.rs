@@ -103,6 +103,22 @@ struct Local {
     name: String,
 }
 
+impl Local {
+    /// The event at the cursor, taken rather than cloned: the slot is never read again
+    /// (the caller moves `pos` past it by consuming it).
+    fn take(&mut self) -> Event {
+        let empty = Event {
+            seq: 0,
+            thread: 0,
+            kind: 0,
+            site: 0,
+            digest: None,
+            payload: crate::event::Payload::None,
+        };
+        std::mem::replace(&mut self.batch[self.pos], empty)
+    }
+}
+
 thread_local! {
     static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
 }
@@ -383,18 +399,7 @@ impl Replayer {
             if self.inner.strict {
                 self.wait_turn(local, seq, kind)?;
             }
-            // Taken, not cloned: the slot is never read again (pos moves past it).
-            let ev = std::mem::replace(
-                &mut local.batch[local.pos],
-                Event {
-                    seq: 0,
-                    thread: 0,
-                    kind: 0,
-                    site: 0,
-                    digest: None,
-                    payload: crate::event::Payload::None,
-                },
-            );
+            let ev = local.take();
             let ok =
                 ev.kind == kind && (ev.digest.is_none() || digest.is_none() || ev.digest == digest);
             // The event is consumed whether or not it matches, so that warn-continue goes on
@@ -461,17 +466,7 @@ impl Replayer {
                     Some(e) if e.seq == last + 1 && e.kind == kind && e.digest.is_none() => {}
                     _ => break,
                 }
-                let ev = std::mem::replace(
-                    &mut local.batch[local.pos],
-                    Event {
-                        seq: 0,
-                        thread: 0,
-                        kind: 0,
-                        site: 0,
-                        digest: None,
-                        payload: crate::event::Payload::None,
-                    },
-                );
+                let ev = local.take();
                 self.consume(local, ev.seq);
                 out.push(ev);
             }

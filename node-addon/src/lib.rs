@@ -103,13 +103,7 @@ pub fn start(node_version: String) -> Res<String> {
 }
 
 fn open(node_version: &str) -> Option<Active> {
-    // Read lossily: an unrelated variable that is not UTF-8 must not stop the program.
-    let vars = std::env::vars_os().filter_map(|(k, v)| {
-        let k = k.to_string_lossy().into_owned();
-        k.starts_with("REPLAY_")
-            .then(|| (k, v.to_string_lossy().into_owned()))
-    });
-    let (options, unknown) = match Options::from_env_vars(vars) {
+    let (options, unknown) = match Options::from_env() {
         Ok(x) => x,
         Err(e) => {
             eprintln!("replay: {e}; replay is off");
