@@ -483,15 +483,7 @@ impl Replayer {
         site: u32,
         digest: Option<u64>,
     ) -> Box<Divergence> {
-        let local = LOCAL
-            .try_with(|l| {
-                l.borrow()
-                    .as_ref()
-                    .filter(|x| x.gen == self.inner.gen)
-                    .map(|x| (x.thread, x.name.clone()))
-            })
-            .ok()
-            .flatten();
+        let local = self.current_thread();
         let (thread, name) = local.unwrap_or((u32::MAX, "unknown thread".into()));
         let tmp = Local {
             gen: 0,
@@ -514,6 +506,19 @@ impl Replayer {
             },
         )
         .with_seq(seq)
+    }
+
+    /// Logical id and name of the calling thread, if it is bound to this replayer.
+    fn current_thread(&self) -> Option<(u32, String)> {
+        LOCAL
+            .try_with(|l| {
+                l.borrow()
+                    .as_ref()
+                    .filter(|x| x.gen == self.inner.gen)
+                    .map(|x| (x.thread, x.name.clone()))
+            })
+            .ok()
+            .flatten()
     }
 
     fn consume(&self, local: &mut Local, seq: u64) {
@@ -702,15 +707,7 @@ impl Replayer {
         if consumed >= total {
             return Ok(());
         }
-        let local = LOCAL
-            .try_with(|l| {
-                l.borrow()
-                    .as_ref()
-                    .filter(|x| x.gen == self.inner.gen)
-                    .map(|x| (x.thread, x.name.clone()))
-            })
-            .ok()
-            .flatten();
+        let local = self.current_thread();
         let (thread, name) = local.unwrap_or((0, "main".into()));
         let tmp = Local {
             gen: 0,
