@@ -121,6 +121,9 @@ impl Local {
 
 thread_local! {
     static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+    /// Events [`Replayer::next_of`] read past while looking for another kind, per
+    /// (replayer generation, live kind id), in recorded order.
+    static STASH: RefCell<HashMap<(u64, u32), VecDeque<Event>>> = RefCell::new(HashMap::new());
 }
 
 static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
@@ -474,6 +477,124 @@ impl Replayer {
         Ok(())
     }
 
+    /// Per-kind replay for single-threaded event-loop front ends (Node): the calling thread's
+    /// earliest unconsumed event of `kind`, verified against `digest` as [`Self::next`] does,
+    /// even when events of other kinds come first on its tape (those stay for their own
+    /// kind's calls). Each kind is a strictly ordered stream of its own, while the order
+    /// between kinds is not enforced: on an event loop it depends on timer and I/O timing
+    /// that replay does not control (a runtime's own clock reads between two responses, say),
+    /// and enforcing it would turn that timing into false divergences. This never waits for
+    /// other threads' turns. Events left in the per-kind stashes count as unused at
+    /// [`Self::finish`].
+    pub fn next_of(
+        &self,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+    ) -> Result<Event, Box<Divergence>> {
+        let gen = self.inner.gen;
+        let actual = Actual {
+            kind,
+            site,
+            digest,
+            context: None,
+        };
+        let stashed = STASH
+            .try_with(|s| {
+                s.borrow_mut()
+                    .get_mut(&(gen, kind))
+                    .and_then(|q| q.pop_front())
+            })
+            .ok()
+            .flatten();
+        let r = LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref().is_none_or(|x| x.gen != gen) {
+                *l = Some(self.bind(None, ""));
+            }
+            let local = l.as_mut().unwrap();
+            let ev = match stashed {
+                Some(ev) => ev,
+                None => loop {
+                    let Some(k) = self.peek(local).map(|e| e.kind) else {
+                        let q = local.queue.clone();
+                        return Err(self.divergence(
+                            DivergenceKind::Exhausted {
+                                recorded: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)),
+                            },
+                            local,
+                            None,
+                            actual,
+                        ));
+                    };
+                    let ev = local.take();
+                    local.pos += 1;
+                    if k == kind {
+                        break ev;
+                    }
+                    let _ = STASH
+                        .try_with(|s| s.borrow_mut().entry((gen, k)).or_default().push_back(ev));
+                },
+            };
+            if let Some(q) = &local.queue {
+                q.consumed
+                    .store(q.consumed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            }
+            if self.inner.strict {
+                self.inner.cursor.fetch_max(ev.seq + 1, Ordering::AcqRel);
+                if self.inner.parked.load(Ordering::Acquire) > 0 {
+                    let _g = self.inner.park.lock().unwrap();
+                    self.inner.wake.notify_all();
+                }
+            }
+            if ev.digest.is_none() || digest.is_none() || ev.digest == digest {
+                Ok(ev)
+            } else {
+                let seq = ev.seq;
+                Err(self
+                    .divergence(DivergenceKind::Mismatch, local, Some(ev), actual)
+                    .with_seq(seq))
+            }
+        });
+        r.unwrap_or_else(|_| {
+            // The thread's locals are gone (thread exit): nothing can be matched.
+            let tmp = Local {
+                gen: 0,
+                thread: u32::MAX,
+                queue: None,
+                batch: Vec::new(),
+                pos: 0,
+                name: "exiting thread".into(),
+            };
+            Err(self.divergence(
+                DivergenceKind::Exhausted { recorded: 0 },
+                &tmp,
+                None,
+                Actual {
+                    kind,
+                    site,
+                    digest,
+                    context: None,
+                },
+            ))
+        })
+    }
+
+    /// The earliest event [`Self::next_of`] stashed on this thread and no call took, if any.
+    fn first_stashed(&self) -> Option<u64> {
+        let gen = self.inner.gen;
+        STASH
+            .try_with(|s| {
+                s.borrow()
+                    .iter()
+                    .filter(|((g, _), _)| *g == gen)
+                    .filter_map(|(_, q)| q.front().map(|e| e.seq))
+                    .min()
+            })
+            .ok()
+            .flatten()
+    }
+
     /// A mismatch found by a front end between an event it took with [`Self::next_run`] and
     /// the call the program made instead (live string ids and digest), as a divergence report.
     pub fn mismatch(
@@ -750,6 +871,9 @@ impl Replayer {
                 .min()
                 .unwrap_or(cursor)
         };
+        if let Some(first) = self.first_stashed() {
+            d.seq = d.seq.min(first);
+        }
         Err(d)
     }
 

@@ -409,3 +409,62 @@ fn next_run_takes_a_threads_consecutive_events_without_waiting() {
     });
     rp.finish().unwrap();
 }
+
+#[test]
+fn next_of_serves_each_kind_in_order_whatever_the_order_between_kinds() {
+    // Recorded on one thread: a0 b0 a1 b1 c0(digest 7).
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("kinds.replay");
+    let r = common::recorder(&p);
+    let (a, b, c) = (r.intern("a"), r.intern("b"), r.intern("c"));
+    for i in 0..2u64 {
+        r.record(a, 0, None, PayloadRef::Uint(i));
+        r.record(b, 0, None, PayloadRef::Uint(10 + i));
+    }
+    r.record(c, 0, Some(7), PayloadRef::Uint(20));
+    r.finish().unwrap();
+
+    let rp = common::replayer(&p, Order::Strict, Duration::from_secs(2));
+    let (a, b, c) = (rp.intern("a"), rp.intern("b"), rp.intern("c"));
+    // The program asks in another order between kinds: c first, then all b, then all a.
+    let val = |e: Event| match e.payload {
+        Payload::Uint { value } => value,
+        p => panic!("{p:?}"),
+    };
+    assert_eq!(val(rp.next_of(c, 0, Some(7)).unwrap()), 20);
+    assert_eq!(val(rp.next_of(b, 0, None).unwrap()), 10);
+    assert_eq!(val(rp.next_of(b, 0, None).unwrap()), 11);
+    // A third b was never recorded.
+    let d = rp.next_of(b, 0, None).unwrap_err();
+    assert!(
+        matches!(d.kind, DivergenceKind::Exhausted { .. }),
+        "{}",
+        d.render()
+    );
+    assert_eq!(val(rp.next_of(a, 0, None).unwrap()), 0);
+    // One a left unused: finish reports it, naming the stashed event (#2).
+    let d = rp.finish().unwrap_err();
+    assert!(
+        matches!(d.kind, DivergenceKind::Leftover { left: 1, .. }),
+        "{}",
+        d.render()
+    );
+    assert_eq!(d.seq, 2);
+}
+
+#[test]
+fn next_of_checks_the_input_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("digest.replay");
+    let r = common::recorder(&p);
+    let k = r.intern("file.read");
+    r.record(k, 0, Some(1), PayloadRef::Bytes(b"one"));
+    r.finish().unwrap();
+    let rp = common::replayer(&p, Order::Strict, Duration::from_secs(2));
+    let k = rp.intern("file.read");
+    let d = rp.next_of(k, 0, Some(2)).unwrap_err();
+    assert!(matches!(d.kind, DivergenceKind::Mismatch), "{}", d.render());
+    assert_eq!(d.expected.as_ref().unwrap().seq, 0);
+    // The mismatched event was consumed, so nothing is left over.
+    rp.finish().unwrap();
+}
