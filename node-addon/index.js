@@ -8,6 +8,9 @@
 // calls made in workers run live and are not recorded.
 
 const { isMainThread } = require('worker_threads');
+const fs = require('fs');
+const path = require('path');
+const events = require('./lib/events.js');
 
 // A second copy of this file (the package reached through another path) must not hook the
 // hooks again; it hands out the first copy's exports.
@@ -23,6 +26,9 @@ const K_NOW = 0;
 const K_DATE = 1;
 const K_RANDOM = 2;
 const K_PERF = 3;
+
+// Hook modules under lib/, installed in this order when present.
+const MODULES = ['fs', 'crypto', 'net'];
 
 // Events buffered before they are handed to the native side: a crossing costs about as much
 // as a hundred hooked calls, so it is paid once per batch.
@@ -73,6 +79,7 @@ function install() {
   const realCtor = RealDate.prototype.constructor;
 
   let on = true;
+  const host = { mode: started, beforeRecord() {}, leave() {}, disable: (what, e) => disable(what, e) };
   let clock; // (code, liveFn) -> value, set per mode below
   let finish; // called once at exit
 
@@ -85,8 +92,11 @@ function install() {
     else delete perf.now;
   }
 
+  let ev = null;
+
   function disable(what, e) {
     restore();
+    if (ev) ev.restoreAll();
     fail(what, e);
     try {
       native.disable();
@@ -95,16 +105,8 @@ function install() {
     }
   }
 
-  // Where the program made a call, for divergence reports: the first frames outside this file
-  // and Node's own loader.
-  const callSite = () => {
-    const frames = String(new Error().stack || '')
-      .split('\n')
-      .slice(1)
-      .map((l) => l.trim())
-      .filter((l) => l.startsWith('at ') && !l.includes(__filename) && !l.includes('(node:internal/'));
-    return frames.slice(0, 4).join('\n');
-  };
+  // Where the program made a call, for divergence reports.
+  const callSite = events.stack;
 
   const liveNow = () => realNow();
   const livePerf = () => realPerfNow.call(perf);
@@ -142,6 +144,7 @@ function install() {
         disable('flush', e);
       }
     };
+    host.beforeRecord = flushBatch;
     finish = () => {
       clearInterval(timer);
       flushBatch();
@@ -150,8 +153,10 @@ function install() {
   } else {
     const leave = () => {
       restore();
+      if (ev) ev.restoreAll();
       process.exit(native.exitCode());
     };
+    host.leave = leave;
     clock = (code, live) => {
       if (!on) return live();
       let v;
@@ -222,6 +227,26 @@ function install() {
     return;
   }
 
+  // The hooks beyond the clocks, one module each over the event API (lib/events.js).
+  try {
+    ev = events.create(native, host);
+    // For the package's own tests and tools; not part of the documented API.
+    Object.defineProperty(api, Symbol.for('replay-node.events'), { value: ev });
+  } catch (e) {
+    disable('starting the event hooks', e);
+    return;
+  }
+  for (const name of MODULES) {
+    const file = path.join(__dirname, 'lib', `${name}.js`);
+    if (!fs.existsSync(file)) continue;
+    try {
+      require(file).install(ev);
+    } catch (e) {
+      disable(`installing the ${name} hooks`, e);
+      return;
+    }
+  }
+
   let finished = false;
   process.on('exit', () => {
     if (finished) return;
@@ -233,6 +258,7 @@ function install() {
       fail('shutdown', e);
     }
     restore();
+    if (ev) ev.restoreAll();
     if (status !== 0) process.exitCode = status;
   });
 }

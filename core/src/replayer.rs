@@ -124,6 +124,8 @@ thread_local! {
     /// Events [`Replayer::next_of`] read past while looking for another kind, per
     /// (replayer generation, live kind id), in recorded order.
     static STASH: RefCell<HashMap<(u64, u32), VecDeque<Event>>> = RefCell::new(HashMap::new());
+    /// Events of each kind [`Replayer::next_of`] served on this thread, for its reports.
+    static SERVED: RefCell<HashMap<(u64, u32), u64>> = RefCell::new(HashMap::new());
 }
 
 static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
@@ -517,11 +519,15 @@ impl Replayer {
                 Some(ev) => ev,
                 None => loop {
                     let Some(k) = self.peek(local).map(|e| e.kind) else {
-                        let q = local.queue.clone();
+                        // The count in the report is this kind's: the other kinds' events
+                        // may well be left.
+                        let recorded = SERVED
+                            .try_with(|s| s.borrow().get(&(gen, kind)).copied())
+                            .ok()
+                            .flatten()
+                            .unwrap_or(0);
                         return Err(self.divergence(
-                            DivergenceKind::Exhausted {
-                                recorded: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)),
-                            },
+                            DivergenceKind::Exhausted { recorded },
                             local,
                             None,
                             actual,
@@ -540,6 +546,7 @@ impl Replayer {
                 q.consumed
                     .store(q.consumed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             }
+            let _ = SERVED.try_with(|s| *s.borrow_mut().entry((gen, kind)).or_default() += 1);
             if self.inner.strict {
                 self.inner.cursor.fetch_max(ev.seq + 1, Ordering::AcqRel);
                 if self.inner.parked.load(Ordering::Acquire) > 0 {

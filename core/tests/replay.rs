@@ -437,7 +437,7 @@ fn next_of_serves_each_kind_in_order_whatever_the_order_between_kinds() {
     // A third b was never recorded.
     let d = rp.next_of(b, 0, None).unwrap_err();
     assert!(
-        matches!(d.kind, DivergenceKind::Exhausted { .. }),
+        matches!(d.kind, DivergenceKind::Exhausted { recorded: 2 }),
         "{}",
         d.render()
     );

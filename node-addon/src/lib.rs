@@ -26,6 +26,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::ThreadId;
 
+mod events;
+
 /// The hooked calls, by the code `index.js` stores beside each value. Clock reads in whole
 /// milliseconds are integers (the log stores integer deltas per kind compactly); the others
 /// are doubles.
@@ -36,28 +38,28 @@ const KINDS: [(&str, bool); 4] = [
     ("node.performance.now", false),
 ];
 
-struct Active {
-    core: Core,
+pub(crate) struct Active {
+    pub(crate) core: Core,
     /// String-table ids of [`KINDS`], in the same order.
     kinds: [u32; KINDS.len()],
     /// The thread that started the session: logical thread 0, the only one that records.
     thread: ThreadId,
     /// Set once the session was shut down (or disabled); later calls do nothing.
-    done: AtomicBool,
+    pub(crate) done: AtomicBool,
 }
 
 /// The session, started once per process. Never dropped: the core's threads and the
 /// process exit path may still look at it.
 static ACTIVE: OnceLock<Option<Active>> = OnceLock::new();
 
-type Res<T> = napi::Result<T>;
+pub(crate) type Res<T> = napi::Result<T>;
 
-fn err(msg: impl Into<String>) -> napi::Error {
+pub(crate) fn err(msg: impl Into<String>) -> napi::Error {
     napi::Error::from_reason(msg.into())
 }
 
 /// Runs `f`, turning a panic (an internal error) into an exception `index.js` reports.
-fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
         Err(_) => {
@@ -70,7 +72,7 @@ fn guarded<T>(f: impl FnOnce() -> Res<T>) -> Res<T> {
 }
 
 /// The live session, checked to be called from the thread that started it.
-fn active() -> Res<Option<&'static Active>> {
+pub(crate) fn active() -> Res<Option<&'static Active>> {
     let Some(Some(a)) = ACTIVE.get() else {
         return Ok(None);
     };
@@ -191,7 +193,9 @@ pub fn replay_next(code: u32) -> Res<f64> {
         if r.is_live() {
             return Ok(f64::NAN);
         }
-        match r.next(kind, 0, None) {
+        // Per kind (see Replayer::next_of): the runtime's own clock reads between I/O
+        // completions vary with timing, so the order between kinds is not enforced.
+        match r.next_of(kind, 0, None) {
             Ok(e) => Ok(value_of(&e, code)),
             Err(d) => {
                 // Reported by `diverged`, once index.js has added where the call was made.
@@ -203,7 +207,7 @@ pub fn replay_next(code: u32) -> Res<f64> {
 }
 
 /// A divergence found by [`replay_next`] and not reported yet.
-static PENDING: Mutex<Option<Box<Divergence>>> = Mutex::new(None);
+pub(crate) static PENDING: Mutex<Option<Box<Divergence>>> = Mutex::new(None);
 
 /// After [`replay_next`] returned NaN: reports the divergence it found, if any, with
 /// `stack` (the JS frames of the call) in the report, and applies the policy. Returns the
@@ -218,25 +222,36 @@ pub fn diverged(code: u32, stack: String) -> Res<f64> {
         let Some(a) = active()? else {
             return Ok(f64::NAN);
         };
-        let d = if stack.is_empty() {
-            d
-        } else {
-            d.with_context(stack)
-        };
-        if a.core.options.policy == Policy::Abort {
-            // The core's own abort would call exit() from inside a JS call.
-            abort(&d);
-            a.done.store(true, Ordering::Relaxed);
-            return Ok(f64::NAN);
-        }
-        let expected = d.expected.clone();
-        let stalled = matches!(d.kind, DivergenceKind::Stalled { .. });
-        a.core.diverged(&d);
-        Ok(match (a.core.options.policy, expected) {
-            (Policy::WarnContinue, Some(e)) if !stalled => value_of(&e, code),
-            _ => f64::NAN,
+        Ok(match report(a, d, stack) {
+            Some(e) => value_of(&e, code),
+            None => f64::NAN,
         })
     })
+}
+
+/// Reports divergence `d` (with the JS `stack` of the call) under the session's policy.
+/// Returns the recorded event the call should get instead of running live (warn-continue),
+/// else None. Under `abort` this prints the report, sets [`exit_code`] to 86 and switches the
+/// session off; the JS side then exits.
+pub(crate) fn report(a: &Active, d: Box<Divergence>, stack: String) -> Option<Event> {
+    let d = if stack.is_empty() {
+        d
+    } else {
+        d.with_context(stack)
+    };
+    if a.core.options.policy == Policy::Abort {
+        // The core's own abort would call exit() from inside a JS call.
+        abort(&d);
+        a.done.store(true, Ordering::Relaxed);
+        return None;
+    }
+    let expected = d.expected.clone();
+    let stalled = matches!(d.kind, DivergenceKind::Stalled { .. });
+    a.core.diverged(&d);
+    match (a.core.options.policy, expected) {
+        (Policy::WarnContinue, Some(e)) if !stalled => Some(e),
+        _ => None,
+    }
 }
 
 /// The number a recorded event holds, NaN (run live) when it holds something else.

@@ -1,0 +1,300 @@
+'use strict';
+// The event API the hook modules (lib/fs.js, lib/crypto.js, lib/net.js) are written against.
+// index.js creates one `ev` per process once the native session is started, and passes it to
+// each module's install(ev).
+//
+//   ev.mode                 'record' or 'replay'
+//   ev.on                   false once the addon is disabled (hooks then call the real thing)
+//   ev.kind(name)           code of an event kind, e.g. ev.kind('node.fs.readFileSync')
+//   ev.record(k, input, v)  record: one event of kind k. `input` identifies the call (a path,
+//                           'GET http://host/x'): its digest is checked in replay; null if none.
+//                           `v` is any JSON value, and may contain Buffers/typed arrays (stored
+//                           as bytes), bigints, undefined and Errors (code, errno, syscall, path
+//                           and other own properties kept; they come back as Errors).
+//   ev.replay(k, input)     replay: the next recorded value of kind k, checked against `input`.
+//                           Returns ev.LIVE when the call is not replayed (replay went live
+//                           after a divergence under policy warn-live): the caller runs the real
+//                           thing. A divergence is reported with the JS stack; under the default
+//                           policy (abort) the process exits with status 86 inside this call.
+//   ev.LIVE                 the sentinel above
+//   ev.busy / ev.live(fn)   nesting guard: while a hook runs the real function (ev.live), calls
+//                           the runtime makes into other hooks are not events (they happen in
+//                           record only, so they must not be recorded)
+//   ev.done(key, v)         record: async operation `key` completed with value v (one event of
+//                           kind node.done, in completion order)
+//   ev.await(key, cb)       replay: cb(v) runs (from setImmediate) when the recorded completion
+//                           order reaches `key`; completions are delivered one per loop turn in
+//                           recorded order. A completion the program never waits for within the
+//                           session timeout is a divergence naming both. cb(ev.LIVE) when
+//                           replay went live.
+//   ev.opKey(identity)      'identity#n', n counting per identity: a key for ev.done/ev.await
+//                           that is the same in both runs for repeated identical operations
+//   ev.stack()              where the program made the current call (for reports)
+//   ev.fail(what, e)        internal error in a hook: disables the addon (every hook restored,
+//                           one line on stderr); record keeps what it has and the program runs on
+//   ev.onDisable(fn)        fn runs when the addon is disabled or at exit: restore your hooks
+//   ev.encode(v)/decode(x)  the value codec, exposed for tests
+
+const path = require('path');
+
+const PKG = path.dirname(__dirname);
+const LIVE = Symbol('replay-node.live');
+
+// Marker keys of the codec: a NUL can appear in no header name, path or JSON the hooks make.
+const B = '\u0000b';
+const N = '\u0000n';
+const U = '\u0000u';
+const E = '\u0000e';
+
+function encode(value) {
+  const bufs = [];
+  const json = JSON.stringify({ v: value }, function replacer(key, v) {
+    // `this[key]` is the raw value: JSON.stringify has already applied toJSON (Buffer's
+    // turns it into an array of numbers) by the time `v` gets here.
+    const raw = this[key];
+    if (raw instanceof Uint8Array || raw instanceof ArrayBuffer || ArrayBuffer.isView(raw)) {
+      const b = ArrayBuffer.isView(raw)
+        ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength)
+        : Buffer.from(raw);
+      bufs.push(b);
+      return { [B]: bufs.length - 1 };
+    }
+    if (typeof raw === 'bigint') return { [N]: raw.toString() };
+    if (raw === undefined) return { [U]: 1 };
+    if (raw instanceof Error) {
+      const info = { name: raw.name, message: raw.message };
+      for (const k of Object.keys(raw)) {
+        if (k !== 'stack') info[k] = raw[k];
+      }
+      return { [E]: info };
+    }
+    return v;
+  });
+  return { json, bufs };
+}
+
+const ERRORS = { TypeError, RangeError, SyntaxError, ReferenceError, URIError, EvalError };
+
+function decode(x) {
+  const bufs = x.bufs;
+  const out = JSON.parse(x.json, function reviver(key, v) {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
+    if (B in v) return bufs[v[B]];
+    if (N in v) return BigInt(v[N]);
+    if (U in v) return undefined;
+    if (E in v) {
+      const info = v[E];
+      const Ctor = ERRORS[info.name] || Error;
+      const e = new Ctor(info.message);
+      for (const k of Object.keys(info)) {
+        if (k !== 'message' && k !== 'name') e[k] = info[k];
+      }
+      if (!(info.name in ERRORS) && info.name !== 'Error') {
+        Object.defineProperty(e, 'name', { value: info.name, configurable: true, writable: true });
+      }
+      return e;
+    }
+    return v;
+  });
+  return out.v;
+}
+
+// Frames of the program (not of this package or Node's internals) for divergence reports.
+function stack() {
+  return String(new Error().stack || '')
+    .split('\n')
+    .slice(1)
+    .map((l) => l.trim())
+    .filter((l) => l.startsWith('at ') && !l.includes(PKG + path.sep) && !l.includes('(node:internal/'))
+    .slice(0, 6)
+    .join('\n');
+}
+
+// `native`: the addon; `host`: { mode, beforeRecord() (hands over buffered clock events so
+// sequence numbers stay in order), disable(what, e), leave() (exit after an abort) }.
+function create(native, host) {
+  const restorers = [];
+  const counts = new Map();
+  const ev = {
+    mode: host.mode,
+    on: true,
+    busy: false,
+    LIVE,
+    encode,
+    decode,
+    stack,
+    kind(name) {
+      return native.evKind(name);
+    },
+    live(fn) {
+      const was = ev.busy;
+      ev.busy = true;
+      try {
+        return fn();
+      } finally {
+        ev.busy = was;
+      }
+    },
+    opKey(identity) {
+      const n = (counts.get(identity) || 0) + 1;
+      counts.set(identity, n);
+      return `${identity}#${n}`;
+    },
+    onDisable(fn) {
+      restorers.push(fn);
+    },
+    fail(what, e) {
+      host.disable(what, e);
+    },
+    // Runs every module's restore function (once): the addon is off from here on.
+    restoreAll() {
+      ev.on = false;
+      for (const fn of restorers.splice(0)) {
+        try {
+          fn();
+        } catch (_) {
+          // Restoring is best effort; the addon is off either way.
+        }
+      }
+    },
+    record() {},
+    replay() {
+      return LIVE;
+    },
+    done() {},
+    await(key, cb) {
+      setImmediate(cb, LIVE);
+    },
+  };
+
+  if (host.mode === 'record') {
+    const doneKind = native.evKind('node.done');
+    ev.record = (k, input, value) => {
+      if (!ev.on) return;
+      try {
+        host.beforeRecord();
+        const x = encode(value);
+        native.evRecord(k, input == null ? null : String(input), x.json, x.bufs);
+      } catch (e) {
+        ev.fail('recording', e);
+      }
+    };
+    ev.done = (key, value) => ev.record(doneKind, null, { k: key, v: value });
+    return ev;
+  }
+
+  // Replay.
+  ev.replay = (k, input) => {
+    if (!ev.on) return LIVE;
+    let x;
+    try {
+      x = native.evReplay(k, input == null ? null : String(input));
+      if (x === null) {
+        x = native.evDiverged(k, stack());
+        if (native.exitCode() !== 0) host.leave();
+        if (x === null) return LIVE;
+      }
+      return decode(x);
+    } catch (e) {
+      ev.fail('replay', e);
+      return LIVE;
+    }
+  };
+
+  const doneKind = native.evKind('node.done');
+  const timeoutMs = Math.max(1, native.evTimeoutMs());
+  const waiters = new Map();
+  let head = null; // the next recorded completion ({k, v}), taken but not yet delivered
+  let scheduled = false;
+  let stall = null;
+
+  const goLive = () => {
+    const cbs = [...waiters.values()];
+    waiters.clear();
+    head = null;
+    for (const cb of cbs) setImmediate(cb, LIVE);
+  };
+
+  const stalled = () => {
+    stall = null;
+    if (!head || waiters.size === 0) return;
+    const want = [...waiters.keys()];
+    const context =
+      `the recorded completion order says "${head.k}" completes next, but the program ` +
+      `never started it; it waits for: ${want.join(', ')}`;
+    let x = null;
+    try {
+      x = native.evMismatch(doneKind, want[0], context);
+    } catch (e) {
+      ev.fail('replay', e);
+      goLive();
+      return;
+    }
+    if (native.exitCode() !== 0) host.leave();
+    if (x === null) {
+      goLive();
+      return;
+    }
+    // warn-continue: skip the completion nobody waits for.
+    head = null;
+    pump();
+  };
+
+  // Delivers at most one completion per loop turn, as the recorded run got them.
+  const run = () => {
+    scheduled = false;
+    if (waiters.size === 0) return;
+    if (!ev.on) {
+      goLive();
+      return;
+    }
+    if (head === null) {
+      const v = ev.replay(doneKind, null);
+      if (v === LIVE) {
+        goLive();
+        return;
+      }
+      head = v;
+    }
+    const cb = waiters.get(head.k);
+    if (cb === undefined) {
+      // The operation it belongs to has not started yet; give the program until the
+      // timeout (the timer also keeps the process alive meanwhile, as the real I/O would).
+      if (stall === null) stall = setTimeout(stalled, timeoutMs);
+      return;
+    }
+    if (stall !== null) {
+      clearTimeout(stall);
+      stall = null;
+    }
+    waiters.delete(head.k);
+    const value = head.v;
+    head = null;
+    pump();
+    cb(value);
+  };
+
+  function pump() {
+    if (scheduled || waiters.size === 0) return;
+    scheduled = true;
+    setImmediate(run);
+  }
+
+  ev.await = (key, cb) => {
+    if (!ev.on) {
+      setImmediate(cb, LIVE);
+      return;
+    }
+    if (waiters.has(key)) {
+      ev.fail('replay', new Error(`two operations wait for the same completion key ${key}`));
+      setImmediate(cb, LIVE);
+      return;
+    }
+    waiters.set(key, cb);
+    pump();
+  };
+  ev.onDisable(goLive);
+  return ev;
+}
+
+module.exports = { create, encode, decode, stack, LIVE };

@@ -1,0 +1,222 @@
+//! Structured events for the hooks beyond the clocks (`lib/events.js` drives these): file
+//! reads, random bytes, network exchanges and async completions.
+//!
+//! A hook names its kind once ([`ev_kind`], e.g. `node.fs.readFileSync`) and then records
+//! or replays values. A value travels as JSON text plus the binary parts it contains
+//! (file contents, socket chunks) as separate buffers, stored as one `Record` payload with a
+//! `json` text field and `b0`, `b1`, ... byte fields, so bytes are stored as bytes (no
+//! base64) and `replay dump` shows both. The call's identity (a path, a method and URL) is
+//! its `input`: its digest is the event's input digest, checked in replay, so a program that
+//! asks for another file or URL than recorded diverges at that call.
+//!
+//! Replay takes each kind's events in recorded order ([`replay_core::Replayer::next_of`]).
+
+use crate::{active, err, guarded, report, Active, Res, PENDING};
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+use replay_core::session::Session;
+use replay_core::{digest, Event, Field, FieldValue, Payload, PayloadRef, Record};
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+/// Kinds named by the JS side: code -> live string id, plus the last event each code was
+/// served in replay (what a mismatch the JS side finds is reported against).
+struct Kinds {
+    ids: Vec<u32>,
+    names: Vec<String>,
+    last: BTreeMap<u32, Event>,
+}
+
+static KINDS: Mutex<Kinds> = Mutex::new(Kinds {
+    ids: Vec::new(),
+    names: Vec::new(),
+    last: BTreeMap::new(),
+});
+
+fn kinds() -> std::sync::MutexGuard<'static, Kinds> {
+    KINDS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn kind_id(code: u32) -> Res<u32> {
+    kinds()
+        .ids
+        .get(code as usize)
+        .copied()
+        .ok_or_else(|| err(format!("unknown event kind code {code}")))
+}
+
+fn input_digest(input: &Option<String>) -> Option<u64> {
+    input.as_ref().map(|i| digest(&[i.as_bytes()]))
+}
+
+/// A replayed value: the JSON text and the binary parts it refers to.
+#[napi(object)]
+pub struct EvValue {
+    pub json: String,
+    pub bufs: Vec<Buffer>,
+}
+
+/// The code of event kind `name` (the same name always gets the same code).
+#[napi]
+pub fn ev_kind(name: String) -> Res<u32> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(0) };
+        let mut k = kinds();
+        if let Some(i) = k.names.iter().position(|n| *n == name) {
+            return Ok(i as u32);
+        }
+        let id = a.core.intern(&name);
+        k.ids.push(id);
+        k.names.push(name);
+        Ok(k.ids.len() as u32 - 1)
+    })
+}
+
+/// Records one event of kind `code`: `input` identifies the call (digested), `json` and
+/// `bufs` are its value.
+#[napi]
+pub fn ev_record(code: u32, input: Option<String>, json: String, bufs: Vec<Buffer>) -> Res<()> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(()) };
+        let Session::Record(rec) = &a.core.session else {
+            return Err(err("ev_record called while replaying"));
+        };
+        let kind = kind_id(code)?;
+        let mut fields = Vec::with_capacity(1 + bufs.len());
+        fields.push(Field {
+            name: "json".into(),
+            value: FieldValue::Text(json),
+        });
+        for (i, b) in bufs.iter().enumerate() {
+            fields.push(Field {
+                name: format!("b{i}"),
+                value: FieldValue::Bytes(b.to_vec()),
+            });
+        }
+        let record = Record { fields };
+        rec.record(kind, 0, input_digest(&input), PayloadRef::Record(&record));
+        Ok(())
+    })
+}
+
+/// Replays the next event of kind `code`, checked against `input`. Returns its value, or
+/// null when the call is not replayed: replay went live, or it diverged (then the JS side
+/// calls [`ev_diverged`] with the call's stack).
+#[napi]
+pub fn ev_replay(code: u32, input: Option<String>) -> Res<Option<EvValue>> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(None) };
+        let Session::Replay(r) = &a.core.session else {
+            return Err(err("ev_replay called while recording"));
+        };
+        let kind = kind_id(code)?;
+        if r.is_live() {
+            return Ok(None);
+        }
+        match r.next_of(kind, 0, input_digest(&input)) {
+            Ok(e) => {
+                let v = value(&e, &kinds().names[code as usize])?;
+                kinds().last.insert(code, e);
+                Ok(Some(v))
+            }
+            Err(d) => {
+                *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
+                Ok(None)
+            }
+        }
+    })
+}
+
+/// After [`ev_replay`] returned null: reports the divergence it found, with `stack`, under
+/// the policy. Returns the recorded value the call gets instead (warn-continue), or null
+/// (the call runs live; under `abort`, `exitCode()` is then 86 and the JS side exits).
+#[napi]
+pub fn ev_diverged(code: u32, stack: String) -> Res<Option<EvValue>> {
+    guarded(|| {
+        let Some(d) = PENDING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Ok(None);
+        };
+        let Some(a) = active()? else { return Ok(None) };
+        finish_report(a, code, d, stack)
+    })
+}
+
+/// A mismatch the JS side found itself in the value last served for `code` (an async
+/// completion recorded for another operation than the ones the program waits for):
+/// `input` is what the program asked for instead, `context` says how it differs (added
+/// to the report with the stack). Returns what [`ev_diverged`] returns.
+#[napi]
+pub fn ev_mismatch(code: u32, input: Option<String>, context: String) -> Res<Option<EvValue>> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(None) };
+        let Session::Replay(r) = &a.core.session else {
+            return Err(err("ev_mismatch called while recording"));
+        };
+        let kind = kind_id(code)?;
+        let Some(expected) = kinds().last.get(&code).cloned() else {
+            return Err(err(format!(
+                "ev_mismatch for kind code {code}, which served no event"
+            )));
+        };
+        let d = r.mismatch(expected, kind, 0, input_digest(&input));
+        finish_report(a, code, d, context)
+    })
+}
+
+fn finish_report(
+    a: &Active,
+    code: u32,
+    d: Box<replay_core::Divergence>,
+    stack: String,
+) -> Res<Option<EvValue>> {
+    match report(a, d, stack) {
+        Some(e) => {
+            let name = kinds()
+                .names
+                .get(code as usize)
+                .cloned()
+                .unwrap_or_default();
+            Ok(Some(value(&e, &name)?))
+        }
+        None => Ok(None),
+    }
+}
+
+/// The session's timeout in milliseconds (how long a replayed completion may wait for the
+/// program to start the operation it belongs to).
+#[napi]
+pub fn ev_timeout_ms() -> Res<f64> {
+    guarded(|| {
+        Ok(match active()? {
+            Some(a) => a.core.options.timeout.as_secs_f64() * 1000.0,
+            None => 0.0,
+        })
+    })
+}
+
+/// The value an event recorded by [`ev_record`] holds.
+fn value(e: &Event, kind: &str) -> Res<EvValue> {
+    let bad = || {
+        err(format!(
+            "event #{} ({kind}) holds {}, not a value recorded by replay-node",
+            e.seq,
+            e.payload.summary()
+        ))
+    };
+    let Payload::Record { record } = &e.payload else {
+        return Err(bad());
+    };
+    let mut json = None;
+    let mut bufs = Vec::new();
+    for f in &record.fields {
+        match (&f.name[..], &f.value) {
+            ("json", FieldValue::Text(t)) => json = Some(t.clone()),
+            (n, FieldValue::Bytes(b)) if n.starts_with('b') => bufs.push(b.clone().into()),
+            _ => return Err(bad()),
+        }
+    }
+    Ok(EvValue {
+        json: json.ok_or_else(bad)?,
+        bufs,
+    })
+}
