@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::ThreadId;
 
-mod events;
+pub mod events;
 
 /// The hooked calls, by the code `index.js` stores beside each value. Clock reads in whole
 /// milliseconds are integers (the log stores integer deltas per kind compactly); the others
