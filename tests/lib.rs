@@ -258,3 +258,25 @@ pub fn replay_command(exe: &Path, mode: &str, log: &Path) -> Command {
     c.env("REPLAY_MODE", mode).env("REPLAY_LOG", log);
     c
 }
+
+/// The Node package as `npm install` would leave it, in `<dir>/replay-node`: index.js,
+/// index.d.ts, package.json, every `.js` of lib/ and the built addon as replay_node.node.
+pub fn node_package(dir: &Path) -> PathBuf {
+    let so = release_artifact("libreplay_node.so");
+    let src = repo().join("node-addon");
+    let pkg = dir.join("replay-node");
+    std::fs::create_dir_all(pkg.join("lib")).unwrap();
+    for f in ["index.js", "index.mjs", "index.d.ts", "package.json"] {
+        if src.join(f).is_file() {
+            std::fs::copy(src.join(f), pkg.join(f)).unwrap();
+        }
+    }
+    for f in std::fs::read_dir(src.join("lib")).unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_some_and(|e| e == "js" || e == "mjs") {
+            std::fs::copy(&f, pkg.join("lib").join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::copy(so, pkg.join("replay_node.node")).unwrap();
+    pkg
+}

@@ -3,29 +3,12 @@
 //! record a script, and replay it later, unchanged and changed.
 
 use replay_core::{LogReader, Ordered, Payload};
-use replay_tests::{command, release_artifact, replay_command, repo, run, Finished};
+use replay_tests::{command, node_package, replay_command, repo, run, Finished};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The package as `npm install` would leave it: index.js, index.d.ts, package.json, lib/ and
-/// the built addon, in `<dir>/replay-node`.
 fn package(dir: &Path) -> PathBuf {
-    let so = release_artifact("libreplay_node.so");
-    let pkg = dir.join("replay-node");
-    std::fs::create_dir_all(&pkg).unwrap();
-    for f in ["index.js", "index.d.ts", "package.json"] {
-        std::fs::copy(repo().join("node-addon").join(f), pkg.join(f)).unwrap();
-    }
-    // The hook modules: every file of lib/, as package.json's "files" ships them.
-    std::fs::create_dir_all(pkg.join("lib")).unwrap();
-    for f in std::fs::read_dir(repo().join("node-addon/lib")).unwrap() {
-        let f = f.unwrap().path();
-        if f.extension().is_some_and(|e| e == "js") {
-            std::fs::copy(&f, pkg.join("lib").join(f.file_name().unwrap())).unwrap();
-        }
-    }
-    std::fs::copy(so, pkg.join("replay_node.node")).unwrap();
-    pkg
+    node_package(dir)
 }
 
 /// Prints a line per hooked call kind, with values that differ on every live run.
