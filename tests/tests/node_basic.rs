@@ -3,7 +3,7 @@
 //! record a script, and replay it later, unchanged and changed.
 
 use replay_core::{LogReader, Ordered, Payload};
-use replay_tests::{command, node_package, replay_command, repo, run, Finished};
+use replay_tests::{command, node_package, replay_command, run, Finished};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
