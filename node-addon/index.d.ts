@@ -1,6 +1,7 @@
-// Types of the replay-node package. Loading it (node --require replay-node) installs the
-// hooks when REPLAY_MODE is record or replay; these exports are for programs that want to
-// know the mode or make sure recorded events are on disk.
+// Types of the replay-node package. Loading it (node --require replay-node, or
+// node --import replay-node for ES modules: the same exports) installs the hooks when
+// REPLAY_MODE is record or replay; these exports are for programs that want to know the mode
+// or make sure recorded events are on disk.
 
 /** What the addon does in this process: recording, replaying, or nothing. */
 export declare const mode: 'off' | 'record' | 'replay';

@@ -1,5 +1,6 @@
 'use strict';
-// replay-node: records and replays Date.now, Date, Math.random and performance.now.
+// replay-node: records and replays Date.now, Date, Math.random, performance.now,
+// performance.timeOrigin and process.hrtime (and hrtime.bigint).
 // Loaded with `node --require /path/to/node-addon app.js`; configured by REPLAY_* variables.
 //
 // The hooks must be installed before any user code runs (a reference to the real function
@@ -26,6 +27,10 @@ const K_NOW = 0;
 const K_DATE = 1;
 const K_RANDOM = 2;
 const K_PERF = 3;
+// Integer nanoseconds: exact while below 2^53 ns (about 104 days since boot).
+const K_HRTIME = 4;
+const K_HRTIME_BIG = 5;
+const K_ORIGIN = 6;
 
 // Hook modules under lib/, installed in this order when present.
 const MODULES = ['fs', 'crypto', 'net'];
@@ -77,6 +82,8 @@ function install() {
   const realPerfNow = perf.now;
   const realPerfNowOwn = Object.getOwnPropertyDescriptor(perf, 'now');
   const realCtor = RealDate.prototype.constructor;
+  const realHrtime = process.hrtime;
+  const realHrtimeBig = realHrtime.bigint;
 
   let on = true;
   const host = { mode: started, beforeRecord() {}, leave() {}, disable: (what, e) => disable(what, e) };
@@ -90,6 +97,8 @@ function install() {
     Math.random = realRandom;
     if (realPerfNowOwn) Object.defineProperty(perf, 'now', realPerfNowOwn);
     else delete perf.now;
+    process.hrtime = realHrtime;
+    delete perf.timeOrigin;
   }
 
   let ev = null;
@@ -183,6 +192,38 @@ function install() {
   }
 
   const liveRandom = () => realRandom();
+  const liveHrtime = () => {
+    const t = realHrtime();
+    return t[0] * 1e9 + t[1];
+  };
+
+  // process.hrtime: one integer-ns event per call. With a previous time, Node's own
+  // function checks the argument first (same errors), and the difference is taken from the
+  // recorded reading.
+  const hrtime = function hrtime(time) {
+    if (time !== undefined) realHrtime(time);
+    // Calls Node makes while a hook module runs a real function are not the program's.
+    if (ev && ev.busy) return time === undefined ? realHrtime() : realHrtime(time);
+    const t = clock(K_HRTIME, liveHrtime);
+    const sec = Math.floor(t / 1e9);
+    const ns = t - sec * 1e9;
+    if (time === undefined) return [sec, ns];
+    let ds = sec - time[0];
+    let dn = ns - time[1];
+    if (dn < 0) {
+      ds -= 1;
+      dn += 1e9;
+    }
+    return [ds, dn];
+  };
+  // Record returns the real bigint (exact); the log holds it as a double-sized integer.
+  hrtime.bigint = function bigint() {
+    if (ev && ev.busy) return realHrtimeBig();
+    let live;
+    const v = clock(K_HRTIME_BIG, () => Number((live = realHrtimeBig())));
+    return live !== undefined && Number(live) === v ? live : BigInt(v);
+  };
+  Object.defineProperty(hrtime.bigint, 'name', { value: realHrtimeBig.name });
 
   // Date: a plain function named Date around the real one (a subclass would break Date()
   // without new, util.inspect and instanceof for dates made elsewhere). The prototype stays
@@ -222,6 +263,23 @@ function install() {
       writable: true,
       configurable: true,
     });
+    process.hrtime = hrtime;
+    // A constant of the process: one event at the first read (none for programs that never
+    // read it), the same value after. An own property shadows the prototype's getter.
+    let origin;
+    const getOrigin = () => {
+      if (origin === undefined || !on) {
+        const v = clock(K_ORIGIN, () => Reflect.get(Object.getPrototypeOf(perf), 'timeOrigin', perf));
+        if (!on) return v;
+        origin = v;
+      }
+      return origin;
+    };
+    Object.defineProperty(perf, 'timeOrigin', {
+      get: Object.defineProperty(getOrigin, 'name', { value: 'get timeOrigin' }),
+      enumerable: true,
+      configurable: true,
+    });
   } catch (e) {
     disable('installing the hooks', e);
     return;
@@ -238,13 +296,22 @@ function install() {
   }
   for (const name of MODULES) {
     const file = path.join(__dirname, 'lib', `${name}.js`);
-    if (!fs.existsSync(file)) continue;
+    // Through ev.live: once lib/fs.js is installed, this check must not be an event.
+    if (!ev.live(() => fs.existsSync(file))) continue;
     try {
       require(file).install(ev);
     } catch (e) {
       disable(`installing the ${name} hooks`, e);
       return;
     }
+  }
+  // ES modules importing node:fs / node:crypto by name get the hooked functions even if
+  // their builtin wrappers were made before the hooks.
+  try {
+    require('module').syncBuiltinESMExports();
+  } catch (e) {
+    disable('installing the hooks for ES modules', e);
+    return;
   }
 
   let finished = false;

@@ -31,11 +31,16 @@ pub mod events;
 /// The hooked calls, by the code `index.js` stores beside each value. Clock reads in whole
 /// milliseconds are integers (the log stores integer deltas per kind compactly); the others
 /// are doubles.
-const KINDS: [(&str, bool); 4] = [
+/// `process.hrtime` and `hrtime.bigint` are integer nanoseconds (exact below 2^53 ns, about
+/// 104 days of uptime); `performance.timeOrigin` is read once at start.
+const KINDS: [(&str, bool); 7] = [
     ("node.Date.now", true),
     ("node.Date", true),
     ("node.Math.random", false),
     ("node.performance.now", false),
+    ("node.process.hrtime", true),
+    ("node.process.hrtime.bigint", true),
+    ("node.performance.timeOrigin", false),
 ];
 
 pub(crate) struct Active {

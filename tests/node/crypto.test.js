@@ -1,0 +1,74 @@
+'use strict';
+// lib/crypto.js: every crypto random source replays the recorded values; Node's argument
+// errors stay the same; a different call than recorded is a divergence.
+const test = require('node:test');
+const assert = require('node:assert');
+const path = require('path');
+const { tmpdir, runNode, script } = require('./harness.js');
+
+const APP = `
+const crypto = require('crypto');
+const size = Number(process.argv[2] || 8);
+const hex = (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+console.log('bytes', crypto.randomBytes(size).toString('hex'));
+const f = Buffer.alloc(8);
+crypto.randomFillSync(f, 2, 4);
+console.log('fillSync', f.toString('hex'));
+const u32 = new Uint32Array(4);
+crypto.randomFillSync(u32, 1, 2);
+console.log('fillSync u32', u32[0], u32[3], hex(u32));
+console.log('uuid', crypto.randomUUID());
+console.log('int', crypto.randomInt(1000000), crypto.randomInt(-5, 5));
+console.log('getRandomValues', hex(crypto.getRandomValues(new Uint8Array(6))));
+console.log('web getRandomValues', hex(globalThis.crypto.getRandomValues(new Uint16Array(3))));
+console.log('web uuid', globalThis.crypto.randomUUID(), crypto.webcrypto === globalThis.crypto);
+for (const bad of [() => crypto.randomBytes(-1), () => crypto.randomInt(5, 1),
+  () => crypto.randomFillSync(Buffer.alloc(2), 3), () => globalThis.crypto.getRandomValues(new Float64Array(2)),
+  () => crypto.webcrypto.getRandomValues.call({}, new Uint8Array(2))]) {
+  try { bad(); console.log('no error'); } catch (e) { console.log('error', e.name, e.code); }
+}
+crypto.randomBytes(5, (err, b) => console.log('bytes cb', err, b.toString('hex')));
+const af = Buffer.alloc(6);
+crypto.randomFill(af, 1, (err, b) => console.log('fill cb', err, b === af, af.toString('hex')));
+crypto.randomInt(10, 20, (err, n) => console.log('int cb', err, n));
+console.log('names', crypto.randomBytes.name, crypto.randomBytes.length, crypto.randomFill.length);
+`;
+
+function setup() {
+  const dir = tmpdir('replay-crypto');
+  return { app: script(dir, 'app.js', APP), log: path.join(dir, 'app.replay') };
+}
+
+test('crypto random values replay as recorded', () => {
+  const t = setup();
+  const rec = runNode('record', t.log, t.app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stderr, '');
+  assert.match(rec.stdout, /^bytes [0-9a-f]{16}\nfillSync 0000[0-9a-f]{8}0000\nfillSync u32 0 0 /);
+  assert.match(rec.stdout, /web uuid [0-9a-f-]{36} true/);
+  assert.match(rec.stdout, /error RangeError ERR_OUT_OF_RANGE\n/);
+  assert.match(rec.stdout, /error TypeError ERR_INVALID_THIS/);
+  assert.match(rec.stdout, /fill cb null true 00[0-9a-f]{10}/);
+  assert.match(rec.stdout, /names randomBytes 2 4/);
+  // Two recordings differ (the values are really random), replay gives back the first.
+  const rec2 = runNode('record', t.log + '.2', t.app);
+  assert.notStrictEqual(rec2.stdout, rec.stdout);
+  const bare = runNode(null, null, t.app);
+  assert.strictEqual(bare.stdout.replace(/-?[0-9a-f]{4,}|-?\d+/g, 'x'), rec.stdout.replace(/-?[0-9a-f]{4,}|-?\d+/g, 'x'));
+
+  const rep = runNode('replay', t.log, t.app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
+
+test('asking for other bytes than recorded is a divergence', () => {
+  const t = setup();
+  const rec = runNode('record', t.log, t.app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const other = runNode('replay', t.log, t.app, { args: ['16'] });
+  assert.strictEqual(other.code, 86, other.stderr);
+  assert.match(other.stderr, /DIVERGENCE/);
+  assert.match(other.stderr, /node\.crypto\.randomBytes/);
+  assert.match(other.stderr, /app\.js:\d+/);
+});

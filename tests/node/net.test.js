@@ -1,0 +1,218 @@
+'use strict';
+// lib/net.js: TCP client connections (http.get, http.request, parallel requests, fetch)
+// recorded against a loopback server in this process, replayed after the server stopped.
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const http = require('http');
+const net = require('net');
+const { spawnSync } = require('child_process');
+const { tmpdir, runNode, runNodeAsync, script, cli } = require('./harness.js');
+
+// The client: every line it prints comes from the network. argv: port, the order of the two
+// parallel requests ('slow,fast'), the POST body, the bearer token.
+const CLIENT = `
+const http = require('http');
+const [port, order, body, tokenPart] = process.argv.slice(2);
+const token = 'TOKEN' + tokenPart + 'SECRET';
+function get(p, headers, agent) {
+  return new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port, path: p, headers, agent }, (r) => {
+      let b = '';
+      r.setEncoding('utf8');
+      r.on('data', (d) => (b += d));
+      r.on('end', () => resolve(r.statusCode + ' ' + b + ' cookie=' + (r.headers['set-cookie'] ? 'yes' : 'no')));
+    }).on('error', reject);
+  });
+}
+(async () => {
+  console.log('get', await get('/a', { authorization: 'Bearer ' + token }));
+  const posted = await new Promise((resolve, reject) => {
+    const q = http.request({ host: '127.0.0.1', port, path: '/post', method: 'POST' }, (r) => {
+      let b = '';
+      r.on('data', (d) => (b += d));
+      r.on('end', () => resolve(r.statusCode + ' ' + b));
+    });
+    q.on('error', reject);
+    q.end(body);
+  });
+  console.log('post', posted);
+  // Parallel, on the pool's keep-alive socket and a new one (which request gets which
+  // follows the order they start): the server answers /slow later, so responses arrive out
+  // of request order.
+  const names = order.split(',');
+  const got = await Promise.all(names.map((n) => get('/' + n)));
+  const byName = {};
+  names.forEach((n, i) => (byName[n] = got[i]));
+  for (const n of Object.keys(byName).sort()) console.log('parallel', n, byName[n]);
+  const f = await fetch('http://127.0.0.1:' + port + '/fetched');
+  console.log('fetch', f.status, f.headers.get('x-count'), await f.text());
+  // Sequential fetches: undici's pool may alternate connections, by timing.
+  for (let i = 0; i < 4; i++) {
+    const g = await fetch('http://127.0.0.1:' + port + '/seq');
+    console.log('seq', await g.text());
+  }
+})().catch((e) => console.log('ERR', e.code, e.message));
+`;
+
+// A server whose every answer differs from run to run (a counter and a random number).
+function startServer() {
+  let n = 0;
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      n += 1;
+      const count = n;
+      setTimeout(() => {
+        res.setHeader('Set-Cookie', 'sid=COOKIESECRET' + count);
+        res.setHeader('x-count', String(count));
+        res.setHeader('X-Session-Token', 'SESSIONSECRET' + count);
+        res.end(`${req.method} ${req.url} body=${body} n=${count} r=${Math.random()}`);
+      }, req.url === '/slow' ? 80 : 0);
+    });
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+const close = (server) => new Promise((resolve) => server.close(resolve));
+
+async function recorded(name, env) {
+  const dir = tmpdir(name);
+  const app = script(dir, 'client.js', CLIENT);
+  const log = `${dir}/app.replay`;
+  const server = await startServer();
+  const port = String(server.address().port);
+  const rec = await runNodeAsync('record', log, app, { args: [port, 'slow,fast', 'hello body', '1234'], env });
+  server.closeAllConnections();
+  await close(server);
+  return { dir, app, log, port, rec };
+}
+
+test('http.get, POST, parallel requests and fetch replay with the server stopped', async () => {
+  const { app, log, port, rec } = await recorded('net-http');
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^get 200 GET \/a body= n=1 r=0\.\d+ cookie=yes\npost 200 POST \/post body=hello body n=2 /);
+  assert.match(rec.stdout, /parallel fast 200 GET \/fast .*\nparallel slow 200 GET \/slow .*\nfetch 200 5 GET \/fetched/);
+  assert.strictEqual(rec.stdout.match(/^seq GET \/seq body= n=\d+ /gm).length, 4);
+  assert.doesNotMatch(rec.stdout, /ERR/);
+
+  // The server is gone (a live request would fail with ECONNREFUSED); the parallel requests
+  // start in the other order and still get their own responses.
+  const rep = runNode('replay', log, app, { args: [port, 'fast,slow', 'hello body', '1234'] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+
+  // Another request body than recorded: a divergence at that write.
+  const body = runNode('replay', log, app, { args: [port, 'slow,fast', 'other body', '1234'] });
+  assert.strictEqual(body.code, 86, body.stderr);
+  assert.match(body.stderr, /DIVERGENCE/);
+  assert.match(body.stderr, /POST http:\/\/127\.0\.0\.1:\d+\/post/);
+});
+
+test('secret headers are not in the log, and replay checks them by digest', async () => {
+  // REPLAY_REDACT adds header names to the built-in ones.
+  const env = { REPLAY_REDACT: 'x-session-token, x-other' };
+  const { app, log, port, rec } = await recorded('net-secret', env);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const raw = fs.readFileSync(log);
+  for (const secret of ['TOKEN1234SECRET', 'COOKIESECRET', 'SESSIONSECRET']) assert.ok(!raw.includes(secret), secret);
+  const bin = cli();
+  if (bin) {
+    // The log is compressed: read what it holds through the CLI's dump.
+    const dump = spawnSync(bin, ['dump', '--json', log], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    assert.strictEqual(dump.status, 0, dump.stderr);
+    assert.match(dump.stdout, /GET \/a body= n=1/); // the response bytes are there...
+    assert.match(dump.stdout, /Set-Cookie: \[redacted sha256:[0-9a-f]{16}\]/);
+    assert.match(dump.stdout, /X-Session-Token: \[redacted sha256:[0-9a-f]{16}\]/);
+    assert.doesNotMatch(dump.stdout, /TOKEN1234SECRET|COOKIESECRET|SESSIONSECRET/); // ...the secrets not
+  }
+  const same = runNode('replay', log, app, { args: [port, 'slow,fast', 'hello body', '1234'], env });
+  assert.strictEqual(same.code, 0, same.stderr);
+  assert.strictEqual(same.stdout, rec.stdout);
+  // Another token than recorded: the request differs, so does its digest.
+  const other = runNode('replay', log, app, { args: [port, 'slow,fast', 'hello body', '9999'], env });
+  assert.strictEqual(other.code, 86, other.stderr);
+  assert.match(other.stderr, /GET http:\/\/127\.0\.0\.1:\d+\/a/);
+});
+
+test('a request that was never recorded diverges naming its method and URL', async () => {
+  const dir = tmpdir('net-unrecorded');
+  const app = script(
+    dir,
+    'one.js',
+    `const http = require('http');
+     http.get({ host: '127.0.0.1', port: process.argv[2], path: process.argv[3] }, (r) => {
+       let b = ''; r.on('data', (d) => (b += d)); r.on('end', () => console.log(r.statusCode, b));
+     }).on('error', (e) => console.log('ERR', e.code));`,
+  );
+  const log = `${dir}/app.replay`;
+  const server = await startServer();
+  const port = String(server.address().port);
+  const rec = await runNodeAsync('record', log, app, { args: [port, '/known'] });
+  await close(server);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^200 GET \/known /);
+  const ok = runNode('replay', log, app, { args: [port, '/known'] });
+  assert.strictEqual(ok.stdout, rec.stdout, ok.stderr);
+  const rep = runNode('replay', log, app, { args: [port, '/unknown?x=1'] });
+  assert.strictEqual(rep.code, 86, rep.stderr);
+  assert.match(rep.stderr, /GET http:\/\/127\.0\.0\.1:\d+\/unknown\?x=1/);
+  assert.doesNotMatch(rep.stdout, /200/);
+});
+
+test('ECONNREFUSED replays while a server listens, and a reply while none does', async () => {
+  const dir = tmpdir('net-refused');
+  // A raw TCP client (keyed by host:port) and an http.get, both to the same port.
+  const app = script(
+    dir,
+    'refused.js',
+    `const net = require('net'); const http = require('http');
+     const port = Number(process.argv[2]);
+     const s = net.connect(port, '127.0.0.1', () => { s.write('ping\\n'); });
+     s.on('data', (d) => console.log('tcp data', JSON.stringify(String(d))));
+     s.on('error', (e) => console.log('tcp error', e.code, e.errno, e.syscall, e.address, e.port, e.message));
+     s.on('close', () => {
+       console.log('tcp close');
+       http.get({ host: '127.0.0.1', port, path: '/x' }, (r) => r.on('data', (d) => console.log('http', String(d))))
+         .on('error', (e) => console.log('http error', e.code, e.message));
+     });`,
+  );
+  // A port that refuses connections at record time.
+  const probe = net.createServer();
+  await new Promise((r) => probe.listen(0, '127.0.0.1', r));
+  const port = probe.address().port;
+  await close(probe);
+  const log = `${dir}/refused.replay`;
+  const rec = runNode('record', log, app, { args: [String(port)] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^tcp error ECONNREFUSED -111 connect 127\.0\.0\.1 \d+ connect ECONNREFUSED/);
+  assert.match(rec.stdout, /tcp close\nhttp error ECONNREFUSED/);
+
+  // Now something listens there (a live run would connect): replay still refuses.
+  const conns = new Set();
+  const server = net.createServer((c) => {
+    conns.add(c);
+    c.on('close', () => conns.delete(c));
+    c.end('pong\n');
+  });
+  await new Promise((r) => server.listen(port, '127.0.0.1', r));
+  try {
+    const rep = await runNodeAsync('replay', log, app, { args: [String(port)] });
+    assert.strictEqual(rep.code, 0, rep.stderr);
+    assert.strictEqual(rep.stdout, rec.stdout);
+    // The other way round: record a reply, replay with nothing listening.
+    const log2 = `${dir}/served.replay`;
+    const rec2 = await runNodeAsync('record', log2, app, { args: [String(port)] });
+    assert.strictEqual(rec2.code, 0, rec2.stderr);
+    assert.match(rec2.stdout, /^tcp data "pong\\n"\ntcp close\n/);
+    for (const c of conns) c.destroy();
+    await close(server);
+    const rep2 = runNode('replay', log2, app, { args: [String(port)] });
+    assert.strictEqual(rep2.code, 0, rep2.stderr);
+    assert.strictEqual(rep2.stdout, rec2.stdout);
+  } finally {
+    if (server.listening) await close(server);
+  }
+});
