@@ -76,6 +76,9 @@ thread_local! {
     /// JNI global reference to this thread's Java-side record buffer, for ThreadEnd/VMDeath.
     static BUFFER: Cell<jobject> = const { Cell::new(std::ptr::null_mut()) };
     static SCRATCH: RefCell<Vec<jlong>> = const { RefCell::new(Vec::new()) };
+    /// Replay: the run of events last taken with `Replayer::next_run` for this thread. Entry
+    /// `j` is served from the Java buffer's slot `3 + j`; `b[0] - 3` of them are used.
+    static RUN: RefCell<Vec<replay_core::Event>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Parses the agent's option string. Returns the options and a warning line per unknown key.
@@ -450,7 +453,13 @@ fn flush_thread_buffer(env: &mut JNIEnv) {
     // SAFETY: `buf` is a live global reference to this thread's long[] (made in attach0).
     let arr = unsafe { JLongArray::from_raw(buf as jlongArray) };
     let mut head = [0 as jlong; 1];
-    if env.get_long_array_region(&arr, 0, &mut head).is_ok() && head[0] > 1 {
+    if matches!(agent(), Some(a) if a.core.mode() == Mode::Replay) {
+        if let Some(a) = agent() {
+            if let Some(_inside) = HookGuard::enter() {
+                left_unused(a, env, &arr, None);
+            }
+        }
+    } else if env.get_long_array_region(&arr, 0, &mut head).is_ok() && head[0] > 1 {
         let end = head[0] as jint;
         if let Some(a) = agent() {
             record_from_array(a, env, &arr, end);
@@ -482,13 +491,11 @@ fn record_from_array(a: &Agent, env: &mut JNIEnv, arr: &JLongArray, end: jint) {
             clear_exception(env);
             return;
         }
-        for p in s.chunks_exact(2) {
-            let seq = (p[0] as u64) >> 2;
-            // Buffered kinds are nanoTime and currentTimeMillis only (0 and 1).
-            if let Some(&kind) = a.kinds.get((p[0] & 3) as usize) {
-                r.record_at(seq, kind, 0, None, PayloadRef::Int(p[1]));
-            }
-        }
+        // Buffered kinds are nanoTime and currentTimeMillis only (0 and 1).
+        r.record_batch(s.chunks_exact(2).filter_map(|p| {
+            let kind = *a.kinds.get((p[0] & 3) as usize)?;
+            Some(((p[0] as u64) >> 2, kind, p[1]))
+        }));
     });
 }
 
@@ -504,6 +511,60 @@ fn java_stack(a: &Agent, env: &mut JNIEnv) -> Option<String> {
     let s = JString::from(r.ok()?.l().ok()?);
     let text: String = env.get_string(&s).ok()?.into();
     Some(format!("Java stack:\n{}", text.trim_end()))
+}
+
+/// Replay: the first fetched event of this thread's run that no call used yet, if any.
+fn pending_event(env: &mut JNIEnv, b: &JLongArray) -> Option<(usize, replay_core::Event)> {
+    let mut head = [0 as jlong; 1];
+    env.get_long_array_region(b, 0, &mut head).ok()?;
+    let pos = usize::try_from(head[0] - 3).ok()?;
+    RUN.with(|r| r.borrow().get(pos).cloned().map(|e| (pos, e)))
+}
+
+/// Drops this thread's fetched run: the Java buffer then holds nothing to serve.
+fn drop_run(env: &mut JNIEnv, b: &JLongArray) {
+    RUN.with(|r| r.borrow_mut().clear());
+    let _ = env.set_long_array_region(b, 0, &[3, 3, -1]);
+    clear_exception(env);
+}
+
+/// Replay: if fetched events of this thread are unused when the program makes another kind
+/// of call (`actual`: its kind id and digest; `None`: the thread ends), reports the
+/// divergence and applies the policy. Returns whether there was one; the run is dropped.
+/// Call inside the hook guard (the stack helper runs Java).
+fn left_unused(
+    a: &Agent,
+    env: &mut JNIEnv,
+    b: &JLongArray,
+    actual: Option<(u32, Option<u64>)>,
+) -> bool {
+    let Session::Replay(r) = &a.core.session else {
+        return false;
+    };
+    let Some((_, expected)) = pending_event(env, b) else {
+        return false;
+    };
+    if r.is_live() {
+        drop_run(env, b);
+        return false;
+    }
+    let (kind, digest, context) = match actual {
+        Some((k, d)) => (k, d, java_stack(a, env)),
+        None => (
+            a.core
+                .intern("end of the thread (fetched clock values left unused)"),
+            None,
+            None,
+        ),
+    };
+    let d = r.mismatch(expected, kind, 0, digest);
+    let d = match context {
+        Some(c) => d.with_context(c),
+        None => d,
+    };
+    drop_run(env, b);
+    a.core.diverged(&d);
+    true
 }
 
 fn adjust_digest(arg: jlong) -> u64 {
@@ -525,7 +586,10 @@ pub extern "system" fn Java_java_lang_ReplayHooks_attach0<'l>(
             let name: String = env.get_string(&name).map(Into::into).unwrap_or_default();
             a.core.name_thread(&name);
         }
-        if a.core.mode() == Mode::Record {
+        // Replay keeps the buffer of a buffering (non-daemon) thread too: its ThreadEnd checks
+        // that no fetched value was left unused.
+        let keep = a.core.mode() == Mode::Record || env.get_array_length(&buf).is_ok_and(|n| n > 1);
+        if keep {
             let raw = env.get_raw();
             // SAFETY: a valid env and local reference; the global reference is deleted by
             // flush_thread_buffer at ThreadEnd or VMDeath.
@@ -618,6 +682,128 @@ pub extern "system" fn Java_java_lang_ReplayHooks_replay0<'l>(
             },
             Replayed::Live => live,
         }
+    })
+}
+
+fn int_or(a: &Agent, e: &replay_core::Event, k: usize, live: jlong) -> jlong {
+    match e.payload {
+        Payload::Int { value } => value,
+        ref other => {
+            if !a.bad_payload.swap(true, Ordering::Relaxed) {
+                eprintln!(
+                    "replay: event {} ({}) holds {} instead of a time; the live value is used",
+                    e.seq,
+                    KINDS[k],
+                    other.summary()
+                );
+            }
+            live
+        }
+    }
+}
+
+/// Serves a clock call of a buffering thread in replay: a pending event of another kind is a
+/// divergence; otherwise the thread's next run of same-kind events is fetched into `b`
+/// (`Replayer::next_run`; `getNanoTimeAdjustment`, which has an input digest, is one event
+/// alone) and the first is returned. Events of a run that are not times stay in `RUN` past
+/// the buffer's end and are served here one by one.
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_run0<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    kind: jint,
+    live: jlong,
+    arg: jlong,
+    b: JLongArray<'l>,
+) -> jlong {
+    guarded("run0", live, || {
+        let Some(a) = agent() else { return live };
+        let k = kind as usize;
+        let Session::Replay(r) = &a.core.session else {
+            return live;
+        };
+        if k >= KINDS.len() || r.is_live() {
+            return live;
+        }
+        let Some(_inside) = HookGuard::enter() else {
+            return live;
+        };
+        let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
+        if let Some((pos, e)) = pending_event(&mut env, &b) {
+            if e.kind == a.kinds[k] && digest.is_none() {
+                // A time the Java buffer could not hold (not an Int): served from here.
+                let _ = env.set_long_array_region(&b, 0, &[pos as jlong + 4]);
+                return int_or(a, &e, k, live);
+            }
+            left_unused(a, &mut env, &b, Some((a.kinds[k], digest)));
+            // Abort has exited; warn-live is live now; warn-continue goes on with this call.
+            if r.is_live() {
+                return live;
+            }
+        }
+        let mut run = RUN.with(|x| std::mem::take(&mut *x.borrow_mut()));
+        run.clear();
+        let max = if digest.is_some() {
+            1
+        } else {
+            env.get_array_length(&b)
+                .map_or(1, |n| (n as usize).saturating_sub(3).max(1))
+        };
+        let got = if digest.is_some() {
+            r.next(a.kinds[k], 0, digest).map(|e| run.push(e))
+        } else {
+            r.next_run(a.kinds[k], max, &mut run)
+        };
+        if let Err(d) = got {
+            let d = match java_stack(a, &mut env) {
+                Some(c) => d.with_context(c),
+                None => d,
+            };
+            let expected = d.expected.clone();
+            let stalled = matches!(d.kind, replay_core::report::DivergenceKind::Stalled { .. });
+            a.core.diverged(&d);
+            return match (a.core.options.policy, expected) {
+                (replay_core::options::Policy::WarnContinue, Some(e)) if !stalled => {
+                    int_or(a, &e, k, live)
+                }
+                _ => live,
+            };
+        }
+        // Buffer the leading times of the run; the first is this call's.
+        let values: Vec<jlong> = run
+            .iter()
+            .map_while(|e| match e.payload {
+                Payload::Int { value } => Some(value),
+                _ => None,
+            })
+            .collect();
+        let first = run.first().map(|e| int_or(a, e, k, live)).unwrap_or(live);
+        let ok = env.set_long_array_region(&b, 3, &values).is_ok()
+            && env
+                .set_long_array_region(&b, 0, &[4, 3 + values.len() as jlong, kind as jlong])
+                .is_ok();
+        if !ok {
+            clear_exception(&mut env);
+            internal_error(Some(&mut env), "cannot fill the replay buffer");
+            return first;
+        }
+        RUN.with(|x| *x.borrow_mut() = run);
+        first
+    })
+}
+
+/// Replay: a file call of a thread whose fetched clock values are not all used yet.
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_pending0<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    b: JLongArray<'l>,
+) {
+    guarded("pending0", (), || {
+        let Some(a) = agent() else { return };
+        // Called from fileEvent, which native file wrappers call inside the hook guard.
+        let kind = a.core.intern("java.io file call");
+        left_unused(a, &mut env, &b, Some((kind, None)));
     })
 }
 

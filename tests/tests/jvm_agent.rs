@@ -723,3 +723,85 @@ fn uuid_and_secure_random_replay_through_their_dev_urandom_reads() {
         assert_eq!(replayed, recorded, "{}", name(jdk));
     }
 }
+
+/// Records `Buffered <rec_arg>` and replays `Buffered <rep_arg>`: (recorded stdout, replay).
+fn buffered(jdk: &Jdk, dir: &Path, rec_arg: &[&str], rep_arg: &[&str]) -> (String, Output) {
+    let log = dir.join(format!("b-{}.replay", rec_arg.join("-")));
+    let recorded = ok(
+        &java(
+            jdk,
+            dir,
+            &[],
+            Some(&format!("record,log={}", log.display())),
+            "Buffered",
+            rec_arg,
+        ),
+        "record",
+    );
+    let o = java(
+        jdk,
+        dir,
+        &[],
+        Some(&format!("replay,log={}", log.display())),
+        "Buffered",
+        rep_arg,
+    );
+    (recorded, o)
+}
+
+#[test]
+fn buffered_replay_matches_and_a_mid_run_change_is_reported_at_that_call() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        // Same program: identical output although the clock moved since the recording.
+        let (recorded, o) = buffered(jdk, dir.path(), &[], &[]);
+        assert_eq!(recorded, ok(&o, "replay"), "{}", name(jdk));
+
+        // At call 3000 of a run of nanoTime events the program reads currentTimeMillis.
+        let (_, o) = buffered(jdk, dir.path(), &[], &["changed"]);
+        let err = text(&o.stderr);
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(86), "{}: {err}", name(jdk));
+        assert!(err.contains("expected: java.lang.System.nanoTime"), "{err}");
+        assert!(
+            err.contains("actual:   java.lang.System.currentTimeMillis"),
+            "{err}"
+        );
+        assert!(err.contains("at Buffered.other(Buffered.java"), "{err}");
+        assert!(out.contains("at 3000"), "{out}");
+        assert!(!out.contains("after nanos"), "stopped at the call: {out}");
+
+        // There it opens a file: a divergence, never the file event served out of order.
+        let (_, o) = buffered(jdk, dir.path(), &[], &["file"]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(86), "{}: {err}", name(jdk));
+        assert!(err.contains("expected: java.lang.System.nanoTime"), "{err}");
+        assert!(err.contains("actual:   java.io file call"), "{err}");
+        assert!(err.contains("at Buffered.other(Buffered.java"), "{err}");
+        assert!(!text(&o.stdout).contains("after nanos"));
+    }
+}
+
+#[test]
+fn buffered_threads_taking_turns_replay_in_strict_order() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let (recorded, o) = buffered(jdk, dir.path(), &["pingpong"], &["pingpong"]);
+        assert_eq!(recorded, ok(&o, "replay"), "{}", name(jdk));
+        assert!(recorded.contains("pp-1 "), "{recorded}");
+    }
+}
+
+#[test]
+fn fetched_values_a_thread_leaves_unused_are_a_divergence_at_its_end() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let (recorded, o) = buffered(jdk, dir.path(), &["worker"], &["worker"]);
+        assert_eq!(recorded, ok(&o, "replay"), "{}", name(jdk));
+        let (_, o) = buffered(jdk, dir.path(), &["worker"], &["worker-short"]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(86), "{}: {err}", name(jdk));
+        assert!(err.contains("expected: java.lang.System.nanoTime"), "{err}");
+        assert!(err.contains("end of the thread"), "{err}");
+    }
+}

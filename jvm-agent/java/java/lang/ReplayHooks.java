@@ -17,8 +17,11 @@ import jdk.internal.misc.VM;
  * Record: each event takes its sequence number from the core's global counter when it happens
  * (an atomic add on the counter's native memory), so batching never reorders events across
  * threads; the (sequence, kind) and value go into a per-thread long[] that crosses into native
- * once per batch. Replay: each call asks native for its recorded value, because in strict
- * order a call may have to wait for other threads' calls; fetching ahead could deadlock.
+ * once per batch. Replay: a thread's buffer holds the run of its next recorded events that
+ * follow each other in sequence and share one kind (Replayer::next_run): no other thread's
+ * event lies inside such a run, so fetching it never waits for other threads and never
+ * reorders calls across them. Each buffered value is served only to a call of the run's kind;
+ * any other call while values are pending is a divergence, reported by native with the stack.
  */
 public final class ReplayHooks {
     private static final int K_NANO = 0;
@@ -44,14 +47,36 @@ public final class ReplayHooks {
     private ReplayHooks() {}
 
     public static long nanoTime() {
-        long v = System.nanoTime();
         int m = mode;
+        if (m == 2) {
+            // Replay reads the real clock only when it needs a live value (measured: the read
+            // was a third of a buffered replayed call).
+            long[] b = buffer();
+            if (b != null && b.length > 1) {
+                int i = (int) b[0];
+                if (i < (int) b[1] && b[2] == K_NANO) {
+                    b[0] = i + 1;
+                    return b[i];
+                }
+            }
+        }
+        long v = System.nanoTime();
         return m == 0 ? v : event(m, K_NANO, v);
     }
 
     public static long currentTimeMillis() {
-        long v = System.currentTimeMillis();
         int m = mode;
+        if (m == 2) {
+            long[] b = buffer();
+            if (b != null && b.length > 1) {
+                int i = (int) b[0];
+                if (i < (int) b[1] && b[2] == K_MILLIS) {
+                    b[0] = i + 1;
+                    return b[i];
+                }
+            }
+        }
+        long v = System.currentTimeMillis();
         return m == 0 ? v : event(m, K_MILLIS, v);
     }
 
@@ -64,6 +89,11 @@ public final class ReplayHooks {
         long[] b = buffer();
         if (b == null) {
             return v;
+        }
+        if (m == 2 && b.length > 1) {
+            // Native serves it alone (it has an input digest) or, if clock values of this
+            // thread are still pending, reports that the recorded program read those first.
+            return run0(K_ADJUST, v, offset, b);
         }
         if (m == 1) {
             // Rare (Instant.now, Clock), and it carries an input: recorded directly, after
@@ -100,7 +130,16 @@ public final class ReplayHooks {
             b[0] = n;
             return v;
         }
-        return replay0(kind, v, 0L);
+        if (b.length == 1) {
+            return replay0(kind, v, 0L); // an unbuffered (daemon) thread
+        }
+        // b[0]: next index, b[1]: end, b[2]: the run's kind, b[3..]: recorded values.
+        int i = (int) b[0];
+        if (i < (int) b[1] && b[2] == kind) {
+            b[0] = i + 1;
+            return b[i];
+        }
+        return run0(kind, v, 0L, b);
     }
 
     /**
@@ -123,6 +162,10 @@ public final class ReplayHooks {
                 flush0(b, n);
                 b[0] = 1;
             }
+        } else if (b.length > 1 && (int) b[0] < (int) b[1]) {
+            // Clock values fetched for this thread are unused: the recorded program read the
+            // clock before this file call. A divergence, never a file event out of order.
+            pending0(b);
         }
         return true;
     }
@@ -154,8 +197,14 @@ public final class ReplayHooks {
             // Only non-daemon threads buffer: each flushes at its ThreadEnd, which the VM
             // waits for. A daemon thread may still be running (or blocked) at VMDeath, when
             // its buffer could not be handed to the core as its own, so it records each call.
-            b = new long[mode == 1 && !t.isDaemon() ? 1 + 2 * capacity : 1];
-            b[0] = 1;
+            // Replay buffers too only for non-daemon threads: their ThreadEnd checks that no
+            // fetched value is left unused.
+            b = new long[t.isDaemon() ? 1 : mode == 1 ? 1 + 2 * capacity : 3 + capacity];
+            b[0] = mode == 1 || b.length == 1 ? 1 : 3;
+            if (b.length > 1 && mode == 2) {
+                b[1] = 3;
+                b[2] = -1;
+            }
             // Names make logical threads stable across runs (creation order names them).
             attach0(t.getName(), b);
         }
@@ -223,4 +272,10 @@ public final class ReplayHooks {
     private static native void record0(int kind, long value, long arg);
 
     private static native long replay0(int kind, long live, long arg);
+
+    /** Replay: serves this call from the next run of recorded events, refilling b. */
+    private static native long run0(int kind, long live, long arg, long[] b);
+
+    /** Replay: reports the pending values of b as a divergence (a file call came first). */
+    private static native void pending0(long[] b);
 }
