@@ -421,27 +421,30 @@ impl Replayer {
         });
         // A call from a thread whose thread-locals are already destroyed (exit of a thread)
         // cannot be matched to the recording: report it as a call with no events left.
-        r.unwrap_or_else(|_| {
-            let tmp = Local {
-                gen: 0,
-                thread: u32::MAX,
-                queue: None,
-                batch: Vec::new(),
-                pos: 0,
-                name: "exiting thread".into(),
-            };
-            Err(self.divergence(
-                DivergenceKind::Exhausted { recorded: 0 },
-                &tmp,
-                None,
-                Actual {
-                    kind,
-                    site,
-                    digest,
-                    context: None,
-                },
-            ))
-        })
+        r.unwrap_or_else(|_| Err(self.exiting(kind, site, digest)))
+    }
+
+    /// The report for a call from a thread whose thread-locals are already destroyed.
+    fn exiting(&self, kind: u32, site: u32, digest: Option<u64>) -> Box<Divergence> {
+        let tmp = Local {
+            gen: 0,
+            thread: u32::MAX,
+            queue: None,
+            batch: Vec::new(),
+            pos: 0,
+            name: "exiting thread".into(),
+        };
+        self.divergence(
+            DivergenceKind::Exhausted { recorded: 0 },
+            &tmp,
+            None,
+            Actual {
+                kind,
+                site,
+                digest,
+                context: None,
+            },
+        )
     }
 
     /// Batch replay for front ends that buffer on their own side (a `long[]` in Java, a
@@ -563,28 +566,7 @@ impl Replayer {
                     .with_seq(seq))
             }
         });
-        r.unwrap_or_else(|_| {
-            // The thread's locals are gone (thread exit): nothing can be matched.
-            let tmp = Local {
-                gen: 0,
-                thread: u32::MAX,
-                queue: None,
-                batch: Vec::new(),
-                pos: 0,
-                name: "exiting thread".into(),
-            };
-            Err(self.divergence(
-                DivergenceKind::Exhausted { recorded: 0 },
-                &tmp,
-                None,
-                Actual {
-                    kind,
-                    site,
-                    digest,
-                    context: None,
-                },
-            ))
-        })
+        r.unwrap_or_else(|_| Err(self.exiting(kind, site, digest)))
     }
 
     /// The earliest event [`Self::next_of`] stashed on this thread and no call took, if any.

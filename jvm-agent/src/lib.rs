@@ -666,20 +666,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_replay0<'l>(
         let env = RefCell::new(env);
         let stack = || java_stack(a, &mut env.borrow_mut());
         match a.core.replay(a.kinds[k], 0, digest, &stack) {
-            Replayed::Event(e) => match e.payload {
-                Payload::Int { value } => value,
-                other => {
-                    if !a.bad_payload.swap(true, Ordering::Relaxed) {
-                        eprintln!(
-                            "replay: event {} ({}) holds {} instead of a time; the live value is used",
-                            e.seq,
-                            KINDS[k],
-                            other.summary()
-                        );
-                    }
-                    live
-                }
-            },
+            Replayed::Event(e) => int_or(a, &e, k, live),
             Replayed::Live => live,
         }
     })
