@@ -1,8 +1,10 @@
-'use strict';
 // Records and replays TCP client connections at the socket level: every net.Socket the
 // program connects (net.connect/createConnection, http/http.Agent, global fetch (undici), any
 // TCP client library) is hooked in net.Socket.prototype.connect, so the client code above
 // the socket (the HTTP parser, undici, a database driver) runs for real against recorded bytes.
+// TLS client connections (tls.connect, which https.request/get, https.Agent and fetch of an
+// https URL go through) are hooked in tls.connect and recorded above the encryption: the
+// plaintext, which a replay can feed; ciphertext could never replay (fresh keys every run).
 //
 // Record: the real connection runs; its connect outcome, every incoming chunk, EOF, error and
 // close are completions (ev.done) of a stream key, in the order they happened over all
@@ -11,6 +13,19 @@
 // (`node.net.write net HOST:PORT METHOD URL`, or `... net HOST:PORT` for other protocols).
 // Replay: no network at all. The socket is left unconnected (no handle) and fed: 'connect',
 // the recorded chunks and EOF/error, through ev.await in recorded order; writes are checked.
+//
+// TLS: the same, on the TLSSocket tls.connect returns (its push/_write/emit carry plaintext;
+// its TCP connection is made inside ev.live, so the net hook leaves it alone), plus a
+// 'secureConnect' completion holding what the handshake told the program (authorized,
+// authorizationError, ALPN protocol, TLS version, cipher, a subset of the peer certificate).
+// A handshake failure (a certificate error such as DEPTH_ZERO_SELF_SIGNED_CERT) is the error
+// the socket emitted, with its code. Endpoint identity: `tls HOST:PORT SERVERNAME` (servername
+// '-' when none), so http and https to one host are separate streams. Replay: tls.connect
+// returns a ReplayTLSSocket (a handle-less net.Socket that is `instanceof tls.TLSSocket`, with
+// the TLSSocket API https and undici use) fed like a TCP socket, emitting 'connect' and then
+// 'secureConnect' with the recorded handshake facts. Connect and handshake stay on the
+// connection's own stream even when a request line was written before the handshake ended
+// (https.request does), so they reach the right socket when a pool reorders requests.
 //
 // Stream keys: a connection starts as `net HOST:PORT#n` (n: the order connections to that
 // endpoint are made). Each HTTP request line it writes moves it to the request's own stream,
@@ -24,11 +39,13 @@
 // secret, a replay with the same secret matches, another secret diverges. A replayed response
 // carries the placeholder in place of a recorded Set-Cookie value.
 //
-// Not hooked: TLS sockets (https: they connect live in replay), unix-socket paths, sockets a
-// server accepts.
+// Not hooked: unix-socket paths, sockets a server accepts, tls.connect over a socket the
+// program passes (options.socket: TLS over a proxy tunnel) and TLSSockets the program builds
+// itself (new tls.TLSSocket): these run live in replay.
 
 const net = require('net');
 const crypto = require('crypto');
+const tls = require('tls');
 
 const CONN = Symbol('replay-node.net');
 const HTTP_LINE = /^([A-Z]+) (\S+) HTTP\/1\.[01]\r\n/;
@@ -50,8 +67,33 @@ function redactor() {
   const re = new RegExp(`(^|\\r\\n)(${escaped.join('|')})(:[ \\t]*)([^\\r\\n]*)`, 'gi');
   const mark = (value) =>
     `[redacted sha256:${crypto.createHash('sha256').update(value, 'latin1').digest('hex').slice(0, 16)}]`;
+  // Whether a header line of those names may be in `buf`: a cheap look at each line start
+  // (found by the native indexOf) with a first byte that can begin a name, instead of making
+  // a string of every body chunk (a 64 KB body cost more than the rest of its recording).
+  // Past 64 lines, the rest is searched as a whole, as before.
+  const firstByte = new Uint8Array(256);
+  for (const n of names) {
+    firstByte[n.charCodeAt(0) & 0xff] = 1;
+    firstByte[n.toUpperCase().charCodeAt(0) & 0xff] = 1;
+  }
+  const atLine = new RegExp(`^(${escaped.join('|')}):`, 'i');
+  const probe = Math.max(...names.map((n) => n.length)) + 1;
+  const mayHold = (buf) => {
+    for (let i = 0, lines = 0; i < buf.length; lines++) {
+      if (lines === 64) {
+        re.lastIndex = 0;
+        return re.test(buf.toString('latin1', i));
+      }
+      if (firstByte[buf[i]] === 1 && atLine.test(buf.toString('latin1', i, i + probe))) return true;
+      const j = buf.indexOf('\r\n', i);
+      if (j < 0) return false;
+      i = j + 2;
+    }
+    return false;
+  };
   // Bytes in, bytes out (latin1 keeps every byte); the same Buffer when nothing matched.
   return (buf) => {
+    if (!mayHold(buf)) return buf;
     const s = buf.toString('latin1');
     re.lastIndex = 0;
     if (!re.test(s)) return buf;
@@ -78,17 +120,232 @@ function normalize(args) {
   return net._normalizeArgs(args);
 }
 
+// [options, cb] as tls.connect normalizes its arguments: (port[, host][, options][, cb]) gets
+// the options object merged over port and host. A copy: the program's object is not changed.
+function normalizeTls(args) {
+  const norm = net._normalizeArgs(args);
+  let options = norm[0];
+  const extra = [args[1], args[2]].find((a) => a !== null && typeof a === 'object');
+  if (extra !== undefined) options = Object.assign({}, options, extra);
+  return [options, norm[1]];
+}
+
+// What a client learns from the handshake, as recorded: the peer certificate is kept to the
+// fields a program checks (no raw DER, no public key), which is also what replay hands back.
+const CERT_FIELDS = [
+  'subject',
+  'issuer',
+  'subjectaltname',
+  'valid_from',
+  'valid_to',
+  'fingerprint',
+  'fingerprint256',
+  'serialNumber',
+];
+function certSubset(full) {
+  const cert = {};
+  if (full && typeof full === 'object') {
+    for (const f of CERT_FIELDS) {
+      const v = full[f];
+      if (v === undefined) continue;
+      // subject/issuer are null-prototype objects: plain copies encode as JSON.
+      cert[f] = v !== null && typeof v === 'object' ? Object.assign({}, v) : v;
+    }
+  }
+  return cert;
+}
+
+function handshake(sock) {
+  const cert = certSubset(sock.getPeerCertificate());
+  const cipher = sock.getCipher();
+  return {
+    authorized: sock.authorized === true,
+    authorizationError: sock.authorizationError == null ? null : String(sock.authorizationError),
+    alpnProtocol: sock.alpnProtocol === undefined ? null : sock.alpnProtocol,
+    servername: sock.servername === undefined ? null : sock.servername,
+    protocol: sock.getProtocol(),
+    cipher: cipher ? Object.assign({}, cipher) : null,
+    reused: sock.isSessionReused() === true,
+    cert,
+  };
+}
+
+// A TLS error as recorded. checkServerIdentity's errors (ERR_TLS_CERT_ALTNAME_INVALID) carry
+// the detailed peer certificate, whose issuerCertificate chain is circular for a self-signed
+// one and holds raw DER: it is kept as the same subset as the handshake's.
+function tlsError(e) {
+  if (!(e instanceof Error) || e.cert === null || typeof e.cert !== 'object') return e;
+  const copy = new Error(e.message);
+  Object.defineProperty(copy, 'name', { value: e.name, configurable: true, writable: true });
+  for (const k of Object.keys(e)) copy[k] = e[k];
+  copy.cert = certSubset(e.cert);
+  return copy;
+}
+
+const HS = Symbol('replay-node.handshake');
+
+// Replay's client TLS socket: a net.Socket without a handle, fed the recorded plaintext by
+// the net machinery, with the TLSSocket state and methods https.Agent and undici use; its
+// prototype chain goes through tls.TLSSocket.prototype so `instanceof tls.TLSSocket` holds.
+// No secure context, no OpenSSL state: nothing of TLS runs in replay.
+class ReplayTLSSocket extends net.Socket {
+  constructor(options) {
+    super({
+      allowHalfOpen: options.allowHalfOpen,
+      highWaterMark: options.highWaterMark,
+      signal: options.signal,
+    });
+    this.encrypted = true;
+    this.authorized = false;
+    this.authorizationError = null;
+    this.alpnProtocol = null;
+    this.servername = null;
+    this.secureConnecting = true;
+    this.ssl = null;
+    this._secureEstablished = false;
+    this._tlsOptions = {
+      isServer: false,
+      requestCert: true,
+      rejectUnauthorized:
+        options.rejectUnauthorized === undefined
+          ? process.env.NODE_TLS_REJECT_UNAUTHORIZED !== '0'
+          : options.rejectUnauthorized !== false,
+    };
+    this[HS] = null;
+  }
+
+  getPeerCertificate() {
+    // A fresh copy per call, as the real one: the program may change what it gets.
+    return this[HS] === null ? {} : certSubset(this[HS].cert);
+  }
+
+  getCertificate() {
+    return this[HS] === null ? null : {};
+  }
+
+  getProtocol() {
+    return this[HS] === null ? null : this[HS].protocol;
+  }
+
+  getCipher() {
+    const h = this[HS];
+    return h === null || h.cipher === null ? undefined : Object.assign({}, h.cipher);
+  }
+
+  isSessionReused() {
+    return this[HS] !== null && this[HS].reused;
+  }
+
+  setServername(name) {
+    if (typeof name !== 'string') {
+      const e = new TypeError(`The "name" argument must be of type string. Received ${typeof name}`);
+      e.code = 'ERR_INVALID_ARG_TYPE';
+      throw e;
+    }
+  }
+
+  // Sessions and tickets are not recorded: a replayed handshake has none to offer, so pools
+  // (https.Agent, undici) cache nothing and pass nothing back.
+  setSession() {}
+
+  getSession() {
+    return undefined;
+  }
+
+  getTLSTicket() {
+    return undefined;
+  }
+
+  getFinished() {
+    return undefined;
+  }
+
+  getPeerFinished() {
+    return undefined;
+  }
+
+  getEphemeralKeyInfo() {
+    return this[HS] === null ? null : {};
+  }
+
+  getPeerX509Certificate() {
+    return undefined;
+  }
+
+  getX509Certificate() {
+    return undefined;
+  }
+
+  getSharedSigalgs() {
+    return [];
+  }
+
+  setMaxSendFragment() {
+    return true;
+  }
+
+  disableRenegotiation() {}
+
+  enableTrace() {}
+
+  setKeyCert() {}
+
+  renegotiate(options, cb) {
+    if (typeof cb === 'function') {
+      process.nextTick(cb, new Error('replay-node: a replayed TLS socket cannot renegotiate'));
+    }
+    return false;
+  }
+
+  exportKeyingMaterial() {
+    throw new Error('replay-node: a replayed TLS socket has no keying material');
+  }
+}
+Object.setPrototypeOf(ReplayTLSSocket.prototype, tls.TLSSocket.prototype);
+
+// The warnings the real tls.connect prints before any I/O, each once per process as Node does
+// (the texts are Node 20's): a replay's stderr has them where the recorded run's had.
+const warned = { unauthorized: false, ipServername: false };
+function connectWarnings(options) {
+  if (process.env.NODE_TLS_REJECT_UNAUTHORIZED === '0' && !warned.unauthorized) {
+    warned.unauthorized = true;
+    process.emitWarning(
+      "Setting the NODE_TLS_REJECT_UNAUTHORIZED environment variable to '0' makes TLS connections " +
+        'and HTTPS requests insecure by disabling certificate verification.',
+    );
+  }
+  if (options.servername && net.isIP(options.servername) && !warned.ipServername) {
+    warned.ipServername = true;
+    process.emitWarning(
+      'Setting the TLS ServerName to an IP address is not permitted by RFC 6066. ' +
+        'This will be ignored in a future version.',
+      'DeprecationWarning',
+      'DEP0123',
+    );
+  }
+}
+
+// The recorded handshake outcome, set as the real client sets it before 'secureConnect'.
+function secured(sock, info) {
+  sock[HS] = info;
+  sock.authorized = info.authorized;
+  sock.authorizationError = info.authorizationError;
+  sock.alpnProtocol = info.alpnProtocol;
+  sock.servername = info.servername;
+  sock._secureEstablished = true;
+  sock.secureConnecting = false;
+  sock.emit('secureConnect');
+}
+
 function install(ev) {
   const replaying = ev.mode === 'replay';
   const redact = redactor();
   const P = net.Socket.prototype;
-  // tls loads on the first connect, not at every program's start.
-  let TLSSocket = null;
-  const isTls = (sock) => {
-    if (TLSSocket === null) TLSSocket = require('tls').TLSSocket;
-    return sock instanceof TLSSocket;
-  };
+  // tls is loaded here, not on the first connection: https and undici look tls.connect up
+  // on the module at each call, so it must be hooked before the program's first one.
+  const isTls = (sock) => sock instanceof tls.TLSSocket;
   const real = {
+    tlsConnect: tls.connect,
     connect: P.connect,
     write: P._write,
     writev: P._writev,
@@ -103,18 +360,36 @@ function install(ev) {
   };
   const open = new Set(); // recorded connections not closed yet
 
-  // One connection. `cur` is the key of the stream its incoming events belong to: the
+  // One connection. `ep` is its endpoint identity (`net HOST:PORT`, `tls HOST:PORT
+  // SERVERNAME`). `cur` is the key of the stream its incoming events belong to: the
   // connection's own key until it writes an HTTP request line, then that request's.
-  function newConn(sock, host, port) {
-    const key = ev.opKey(`net ${host}:${port}`);
-    return { sock, host, port, key, cur: key, req: `net ${host}:${port}`, closed: false, fake: replaying };
+  function newConn(sock, host, port, servername) {
+    const secure = servername !== undefined;
+    const ep = secure ? `tls ${host}:${port} ${servername || '-'}` : `net ${host}:${port}`;
+    const key = ev.opKey(ep);
+    // TLS, record: `held` while a request line has moved the connection on before its handshake
+    // ended (https.request writes at once): the connection's own stream stays open for the
+    // connect and handshake outcome, which belong to the connection, not to that request.
+    return {
+      sock,
+      host,
+      port,
+      ep,
+      secure,
+      key,
+      cur: key,
+      req: ep,
+      closed: false,
+      fake: replaying,
+      held: false,
+    };
   }
 
   // The URL of a request line's target: origin-form gets the Host header's origin.
   function absolute(c, head, target) {
     if (!target.startsWith('/')) return target;
     const h = /\r\nhost:[ \t]*([^\r\n]*)/i.exec(head);
-    return `http://${h ? h[1].trim() : `${c.host}:${c.port}`}${target}`;
+    return `${c.secure ? 'https' : 'http'}://${h ? h[1].trim() : `${c.host}:${c.port}`}${target}`;
   }
 
   // Writes are checked per request identity (`net HOST:PORT METHOD URL`, or `net HOST:PORT`
@@ -138,13 +413,14 @@ function install(ev) {
     const head = b.toString('latin1', 0, Math.min(b.length, 8192));
     const m = HTTP_LINE.exec(head);
     if (m) {
-      c.req = `net ${c.host}:${c.port} ${m[1]} ${absolute(c, head, m[2])}`;
+      c.req = `${c.ep} ${m[1]} ${absolute(c, head, m[2])}`;
       const next = ev.opKey(c.req);
       if (replaying) {
         c.cur = next;
         follow(c, next);
       } else {
-        ev.done(c.cur, { t: 'n' });
+        if (c.secure && c.cur === c.key && !c.sock._secureEstablished) c.held = true;
+        else ev.done(c.cur, { t: 'n' });
         c.cur = next;
       }
     }
@@ -165,6 +441,20 @@ function install(ev) {
 
   function note(c, v) {
     ev.done(c.cur, v);
+  }
+
+  // A TLS connection's connect and handshake outcome, on its own stream; the stream ends there
+  // if a request moved the connection on meanwhile (replay's follower of it stops at the 'n').
+  function noteConn(c, v, last) {
+    if (!c.held) {
+      note(c, v);
+      return;
+    }
+    if (v !== null) ev.done(c.key, v);
+    if (last) {
+      c.held = false;
+      ev.done(c.key, { t: 'n' });
+    }
   }
 
   // ---- replay ----
@@ -197,6 +487,11 @@ function install(ev) {
         real.emit.call(sock, 'connect');
         real.emit.call(sock, 'ready');
         return true;
+      case 's':
+        // The handshake, once per socket (a pool may carry the request stream that recorded
+        // it on a socket that already had its own).
+        if (sock.secureConnecting) secured(sock, v.i);
+        return true;
       case 'd':
         real.push.call(sock, v.b);
         return true;
@@ -218,13 +513,13 @@ function install(ev) {
     }
   }
 
-  function replayConnect(sock, options, cb) {
-    const c = newConn(sock, options.host || 'localhost', Number(options.port));
+  function replayConnect(sock, options, cb, servername) {
+    const c = newConn(sock, options.host || 'localhost', Number(options.port), servername);
     sock[CONN] = c;
     // What the real connect() sets before it resolves the address.
     sock.connecting = true;
     if (options.timeout) sock.setTimeout(options.timeout);
-    if (typeof cb === 'function') sock.once('connect', cb);
+    if (typeof cb === 'function') sock.once(servername === undefined ? 'connect' : 'secureConnect', cb);
     follow(c, c.key);
     return sock;
   }
@@ -255,12 +550,19 @@ function install(ev) {
     const c = this[CONN];
     if (c !== undefined && !c.fake && ev.on) {
       try {
-        if (name === 'connect') note(c, { t: 'k' });
-        else if (name === 'error') note(c, { t: 'x', e: rest[0] });
-        else if (name === 'close' && !c.closed) {
+        if (name === 'connect') {
+          if (c.secure) noteConn(c, { t: 'k' }, false);
+          else note(c, { t: 'k' });
+        } else if (name === 'secureConnect' && c.secure) {
+          noteConn(c, { t: 's', i: handshake(this) }, true);
+        } else if (name === 'error') {
+          note(c, { t: 'x', e: c.secure ? tlsError(rest[0]) : rest[0] });
+          if (c.held) noteConn(c, null, true); // no handshake will come
+        } else if (name === 'close' && !c.closed) {
           c.closed = true;
           open.delete(c);
           note(c, { t: 'c' });
+          if (c.held) noteConn(c, null, true);
         }
       } catch (e) {
         ev.fail('recording a connection', e);
@@ -336,9 +638,50 @@ function install(ev) {
     return real.unref.call(this);
   }, real.unref);
 
+  // tls.connect: the TLSSocket it returns is recorded above the encryption (its TCP connection
+  // is made inside ev.live, so the net hook above does not record it a second time).
+  const tlsConnect = like(function connect(...args) {
+    if (!ev.on || ev.busy) return real.tlsConnect.apply(this, args);
+    let norm;
+    try {
+      norm = normalizeTls(args);
+    } catch (_) {
+      return real.tlsConnect.apply(this, args);
+    }
+    const options = norm[0];
+    // Over a socket of the program's (a proxy tunnel), unix sockets and ports the real
+    // connect rejects: the real way.
+    if (options.socket || options.path || options.port == null || !Number.isInteger(Number(options.port))) {
+      return real.tlsConnect.apply(this, args);
+    }
+    const host = options.host || 'localhost';
+    const servername = options.servername ? String(options.servername) : '';
+    if (replaying) {
+      let sock;
+      try {
+        connectWarnings(options);
+        sock = new ReplayTLSSocket(options);
+      } catch (e) {
+        ev.fail('a TLS connection', e);
+        return real.tlsConnect.apply(this, args);
+      }
+      return replayConnect(sock, options, norm[1], servername);
+    }
+    const sock = ev.live(() => real.tlsConnect.apply(this, args));
+    try {
+      const c = newConn(sock, host, Number(options.port), servername);
+      sock[CONN] = c;
+      open.add(c);
+    } catch (e) {
+      ev.fail('recording a TLS connection', e);
+    }
+    return sock;
+  }, real.tlsConnect);
+
   const define = (name, value) =>
     Object.defineProperty(P, name, { value, writable: true, configurable: true, enumerable: false });
   define('connect', connect);
+  tls.connect = tlsConnect;
   define('_write', _write);
   define('_writev', _writev);
   if (replaying) {
@@ -352,12 +695,16 @@ function install(ev) {
     // Connections still open at exit (a keep-alive pool): replay stops waiting for them there.
     process.on('exit', () => {
       if (!ev.on) return;
-      for (const c of open) ev.done(c.cur, { t: 'o' });
+      for (const c of open) {
+        ev.done(c.cur, { t: 'o' });
+        if (c.held) ev.done(c.key, { t: 'o' });
+      }
       open.clear();
     });
   }
 
   ev.onDisable(() => {
+    if (tls.connect === tlsConnect) tls.connect = real.tlsConnect;
     define('connect', real.connect);
     define('_write', real.write);
     define('_writev', real.writev);
