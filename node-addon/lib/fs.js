@@ -1,16 +1,21 @@
 'use strict';
-// Records and replays what the program reads from files: fs.readFileSync, fs.readFile,
-// fs.promises.readFile (also require('fs/promises')), fs.openSync (read-only) + fs.readSync,
-// fs.existsSync, fs.statSync and fs.createReadStream. Writes are output and run live.
+// Records and replays what the program reads from files and directories (the table of hooked
+// calls is in README.md, "Files"). Writes are output and run live.
 //
-// Node's module loaders read source files through these very functions (the CommonJS loader
-// calls fs.readFileSync, the ESM loader fs.promises.readFile): those calls are not events, or
-// a replay would run the recorded source instead of the program in hand. They are told apart
-// by their caller (a frame inside node:internal/modules/), which costs a stack capture per
-// read: small beside the read itself.
-
+// Node's own calls into these functions are not events. The module loaders read source files
+// through them (the CommonJS loader calls fs.readFileSync, the ESM loader
+// fs.promises.readFile): as events, a replay would run the recorded source instead of the
+// program in hand. Other internals look them up on the fs object when they run (fs.exists
+// calls fs.access, fs.realpath fs.lstat, a ReadStream fs.open/fs.read/fs.close, fs.rmSync's
+// rimraf lstatSync/readdirSync): those are part of a call the program made, live or hooked as
+// a whole. They are told apart by their caller (a frame in Node's own code), which costs a
+// stack capture per call (4-6 us measured on the test VM, about what a stat call itself takes;
+// see README.md "Files" for the figures).
 const fs = require('fs');
 const { Readable } = require('stream');
+const EventEmitter = require('events');
+const util = require('util');
+const readline = require('readline');
 
 // Encoding of a read's result from its options (string or object), for the event input.
 function encodingOf(options) {
@@ -28,16 +33,28 @@ function pathOf(p) {
   return null;
 }
 
-// True when the hooked function was called by Node's module loader.
-function fromLoader() {
+// Node code that calls a function it was handed (promisify, timers, event emitters): a call
+// from there is the program's own call.
+const PASS_THROUGH = new Set([
+  'node:internal/util',
+  'node:internal/timers',
+  'node:timers',
+  'node:events',
+  'node:internal/process/task_queues',
+]);
+
+const callSites = (_, cs) => cs;
+
+// True when the hooked function was called by Node's own code (see the header).
+function fromNode() {
   const prepare = Error.prepareStackTrace;
   const limit = Error.stackTraceLimit;
   let sites;
   try {
-    Error.prepareStackTrace = (_, cs) => cs;
-    Error.stackTraceLimit = 3;
+    Error.prepareStackTrace = callSites;
+    Error.stackTraceLimit = 2;
     const holder = {};
-    Error.captureStackTrace(holder, fromLoader);
+    Error.captureStackTrace(holder, fromNode);
     sites = holder.stack;
   } finally {
     Error.prepareStackTrace = prepare;
@@ -46,13 +63,19 @@ function fromLoader() {
   // [0] is the hook, [1] its caller.
   const caller = Array.isArray(sites) && sites[1];
   const file = caller && caller.getFileName && caller.getFileName();
-  return typeof file === 'string' && file.startsWith('node:internal/modules/');
+  return typeof file === 'string' && file.startsWith('node:') && !PASS_THROUGH.has(file);
 }
 
-// Keeps the real function's name and length on a hook.
+// Keeps the real function's name and length on a hook, and its symbol-keyed properties: the
+// ones util.promisify reads (fs.read's result names, fs.exists's own promise form).
 function like(hook, real) {
   Object.defineProperty(hook, 'name', { value: real.name, configurable: true });
   Object.defineProperty(hook, 'length', { value: real.length, configurable: true });
+  if (typeof real === 'function') {
+    for (const sym of Object.getOwnPropertySymbols(real)) {
+      Object.defineProperty(hook, sym, { ...Object.getOwnPropertyDescriptor(real, sym), configurable: true });
+    }
+  }
   return hook;
 }
 
@@ -69,31 +92,105 @@ function encodeStats(s) {
   return { big: typeof s.size === 'bigint', f, d };
 }
 
+// The option parts that change a result, for the event input.
+function statOpts(options) {
+  const big = !!(options && options.bigint);
+  const noThrow = !!(options && options.throwIfNoEntry === false);
+  return `${big ? 'bigint' : ''}${noThrow ? ' nothrow' : ''}`;
+}
+
+function accessOpts(mode) {
+  return mode === undefined ? '' : String(mode);
+}
+
+function dirOpts(options) {
+  const o = options && typeof options === 'object' ? options : {};
+  return `${encodingOf(options)}${o.withFileTypes ? ' types' : ''}${o.recursive ? ' recursive' : ''}`;
+}
+
+const C = fs.constants;
+
+// The type code a Dirent was made with, from its methods (a DirentFromStats answers from its
+// Stats: the code is the same).
+function direntType(d) {
+  if (d.isFile()) return C.UV_DIRENT_FILE;
+  if (d.isDirectory()) return C.UV_DIRENT_DIR;
+  if (d.isSymbolicLink()) return C.UV_DIRENT_LINK;
+  if (d.isFIFO()) return C.UV_DIRENT_FIFO;
+  if (d.isSocket()) return C.UV_DIRENT_SOCKET;
+  if (d.isCharacterDevice()) return C.UV_DIRENT_CHAR;
+  if (d.isBlockDevice()) return C.UV_DIRENT_BLOCK;
+  return C.UV_DIRENT_UNKNOWN;
+}
+
+// readdir results: names (strings or Buffers) as they are, Dirents as [name, parentPath, type].
+function encodeList(list) {
+  if (Array.isArray(list) && list.some((d) => d instanceof fs.Dirent)) {
+    return { d: list.map((d) => [d.name, d.parentPath === undefined ? d.path : d.parentPath, direntType(d)]) };
+  }
+  return { l: list };
+}
+
+function decodeList(x) {
+  return x.d ? x.d.map(([name, dir, type]) => new fs.Dirent(name, type, dir)) : x.l;
+}
+
+// A Buffer over the same memory as any ArrayBufferView.
+function bytesOf(view) {
+  return Buffer.from(view.buffer, view.byteOffset, view.byteLength);
+}
+
 function install(ev) {
   const replaying = ev.mode === 'replay';
   const promises = fs.promises;
-  const real = {
-    readFileSync: fs.readFileSync,
-    readFile: fs.readFile,
-    promisesReadFile: promises.readFile,
-    openSync: fs.openSync,
-    readSync: fs.readSync,
-    closeSync: fs.closeSync,
-    close: fs.close,
-    existsSync: fs.existsSync,
-    statSync: fs.statSync,
-    createReadStream: fs.createReadStream,
+  // [object, property] of every hooked function: the real one is captured here, the hook put
+  // in its place below, the real one put back on disable.
+  const SLOTS = {
+    readFileSync: [fs, 'readFileSync'],
+    readFile: [fs, 'readFile'],
+    promisesReadFile: [promises, 'readFile'],
+    openSync: [fs, 'openSync'],
+    open: [fs, 'open'],
+    promisesOpen: [promises, 'open'],
+    readSync: [fs, 'readSync'],
+    read: [fs, 'read'],
+    closeSync: [fs, 'closeSync'],
+    close: [fs, 'close'],
+    existsSync: [fs, 'existsSync'],
+    exists: [fs, 'exists'],
+    statSync: [fs, 'statSync'],
+    lstatSync: [fs, 'lstatSync'],
+    fstatSync: [fs, 'fstatSync'],
+    stat: [fs, 'stat'],
+    lstat: [fs, 'lstat'],
+    fstat: [fs, 'fstat'],
+    promisesStat: [promises, 'stat'],
+    promisesLstat: [promises, 'lstat'],
+    readdirSync: [fs, 'readdirSync'],
+    readdir: [fs, 'readdir'],
+    promisesReaddir: [promises, 'readdir'],
+    accessSync: [fs, 'accessSync'],
+    access: [fs, 'access'],
+    promisesAccess: [promises, 'access'],
+    createReadStream: [fs, 'createReadStream'],
   };
-  const K = {
-    readFileSync: ev.kind('node.fs.readFileSync'),
-    readFile: ev.kind('node.fs.readFile'),
-    promisesReadFile: ev.kind('node.fs.promises.readFile'),
-    openSync: ev.kind('node.fs.openSync'),
-    readSync: ev.kind('node.fs.readSync'),
-    existsSync: ev.kind('node.fs.existsSync'),
-    statSync: ev.kind('node.fs.statSync'),
-    createReadStream: ev.kind('node.fs.createReadStream'),
+  const real = {};
+  for (const [name, [obj, prop]] of Object.entries(SLOTS)) real[name] = obj[prop];
+
+  const K = {};
+  const kind = (name, kindName) => {
+    K[name] = ev.kind(kindName);
   };
+  for (const name of ['readFileSync', 'readFile', 'openSync', 'open', 'readSync', 'read', 'close', 'existsSync',
+    'exists', 'statSync', 'lstatSync', 'fstatSync', 'stat', 'lstat', 'fstat', 'readdirSync', 'readdir',
+    'accessSync', 'access', 'createReadStream']) {
+    kind(name, `node.fs.${name}`);
+  }
+  for (const name of ['readFile', 'open', 'stat', 'lstat', 'readdir', 'access']) {
+    kind(`promises${name[0].toUpperCase()}${name.slice(1)}`, `node.fs.promises.${name}`);
+  }
+  for (const name of ['read', 'readFile', 'stat', 'close']) kind(`fh.${name}`, `node.fs.FileHandle.${name}`);
+
   // Prototypes of what statSync returns, to rebuild recorded stats in replay.
   const statsProto = Object.getPrototypeOf(real.statSync('/'));
   const bigStatsProto = Object.getPrototypeOf(real.statSync('/', { bigint: true }));
@@ -126,15 +223,95 @@ function install(ev) {
     return r;
   }
 
-  // Descriptors opened read-only by the hooked openSync: their reads are events, named by
-  // the path they were opened with. Replay opens /dev/null instead, so the program holds a
-  // real descriptor that fstat/close handle as usual (its number may differ from recorded).
+  // Record: completion `key` with the value `make()` gives (an encoding error disables the
+  // addon; the program's callback runs regardless).
+  function complete(key, make) {
+    let v;
+    try {
+      v = make();
+    } catch (e) {
+      ev.fail('recording', e);
+      return;
+    }
+    ev.done(key, v);
+  }
+
+  // A call whose last argument is an error-first callback: one event at the call (after the
+  // real call returned: one that throws on bad arguments is no event), its result a
+  // completion delivered in recorded order. `enc(...results)` is what is recorded of the
+  // callback's arguments after the error, `dec(value)` gives them back in replay.
+  function callbackCall(k, name, input, self, args, fn, enc, dec) {
+    const at = args.length - 1;
+    const cb = args[at];
+    if (replaying) {
+      const v = ev.replay(k, input);
+      if (v === ev.LIVE) return ev.live(() => fn.apply(self, args));
+      ev.await(ev.opKey(`${name} ${input}`), (r) => {
+        if (r === ev.LIVE) fn.apply(self, args);
+        else if (r.e !== undefined) cb(r.e);
+        else cb(null, ...dec(r.v));
+      });
+      return undefined;
+    }
+    let key = null;
+    args[at] = function (err, ...results) {
+      if (key !== null) complete(key, () => (err ? { e: err } : { v: enc(...results) }));
+      return cb.apply(this, arguments);
+    };
+    const r = ev.live(() => fn.apply(self, args));
+    key = ev.opKey(`${name} ${input}`);
+    ev.record(k, input, null);
+    return r;
+  }
+
+  // A call returning a promise: one event at the call, its settlement a completion delivered
+  // in recorded order. `goLive()` runs the call for real when replay went live.
+  function promiseCall(k, name, input, goLive, enc, dec) {
+    const key = ev.opKey(`${name} ${input}`);
+    if (replaying) {
+      const v = ev.replay(k, input);
+      if (v === ev.LIVE) return ev.live(goLive);
+      return new Promise((resolve, reject) => {
+        ev.await(key, (r) => {
+          if (r === ev.LIVE) goLive().then(resolve, reject);
+          else if (r.e !== undefined) reject(r.e);
+          else resolve(dec(r.v));
+        });
+      });
+    }
+    ev.record(k, input, null);
+    return ev.live(goLive).then(
+      (v) => {
+        complete(key, () => ({ v: enc(v) }));
+        return v;
+      },
+      (e) => {
+        ev.done(key, { e });
+        throw e;
+      },
+    );
+  }
+
+  const same = (v) => v;
+  const none = () => null;
+  const noArgs = () => [];
+  const statsArgs = (x) => [decodeStats(x)];
+  const listArgs = (x) => [decodeList(x)];
+
+  // Descriptors opened read-only by the hooked openSync/open: their reads (readSync, read,
+  // readFileSync(fd)) and fstat are events, named by the path they were opened with. Replay
+  // opens /dev/null in their place: the program holds a real descriptor, so closeSync/close
+  // and calls not hooked on it behave as on any descriptor (they read /dev/null: empty), and
+  // no replayed descriptor can alias another file the program opens. Its number may differ
+  // from the recorded one.
   const hookedFds = new Map();
+  // FileHandles from the hooked fs.promises.open (record: Node's, replay: ours), to their path.
+  const handleWhere = new WeakMap();
 
   const hooks = {};
 
   hooks.readFileSync = like(function readFileSync(p, options) {
-    if (!ev.on || ev.busy || fromLoader()) return real.readFileSync.apply(this, arguments);
+    if (!ev.on || ev.busy || fromNode()) return real.readFileSync.apply(this, arguments);
     // A descriptor from the hooked openSync is named by its path (in replay it is /dev/null).
     const where = hookedFds.has(p) ? `fd ${hookedFds.get(p)}` : pathOf(p);
     if (where === null) return real.readFileSync.apply(this, arguments);
@@ -142,22 +319,19 @@ function install(ev) {
   }, real.readFileSync);
 
   hooks.existsSync = like(function existsSync(p) {
-    if (!ev.on || ev.busy) return real.existsSync.apply(this, arguments);
+    if (!ev.on || ev.busy || fromNode()) return real.existsSync.apply(this, arguments);
     const where = pathOf(p);
     if (where === null) return real.existsSync.apply(this, arguments);
     return syncCall(K.existsSync, where, this, arguments, real.existsSync);
   }, real.existsSync);
 
   hooks.statSync = like(function statSync(p, options) {
-    if (!ev.on || ev.busy || fromLoader()) return real.statSync.apply(this, arguments);
+    if (!ev.on || ev.busy || fromNode()) return real.statSync.apply(this, arguments);
     const where = pathOf(p);
     if (where === null) return real.statSync.apply(this, arguments);
-    const big = !!(options && options.bigint);
-    const noThrow = !!(options && options.throwIfNoEntry === false);
-    return syncCall(K.statSync, `${where} ${big ? 'bigint' : ''}${noThrow ? ' nothrow' : ''}`, this, arguments,
-      real.statSync, encodeStats, decodeStats);
+    return syncCall(K.statSync, `${where} ${statOpts(options)}`, this, arguments, real.statSync, encodeStats,
+      decodeStats);
   }, real.statSync);
-
 
   const readOnly = (flags) =>
     flags === undefined || flags === null || flags === 'r' || flags === 'rs' || flags === 'sr' ||
@@ -166,7 +340,7 @@ function install(ev) {
   hooks.openSync = like(function openSync(p, flags) {
     if (!ev.on || ev.busy) return real.openSync.apply(this, arguments);
     const where = pathOf(p);
-    if (where === null || !readOnly(flags)) return real.openSync.apply(this, arguments);
+    if (where === null || !readOnly(flags) || fromNode()) return real.openSync.apply(this, arguments);
     const input = `${where} ${flags === undefined || flags === null ? 'r' : flags}`;
     let fd;
     if (replaying) {
@@ -186,13 +360,31 @@ function install(ev) {
     return real.closeSync.apply(this, arguments);
   }, real.closeSync);
 
-  hooks.close = like(function close(fd) {
+  // fs.close(fd, cb) of a hooked descriptor: its completion is an event (it is ordered among
+  // the others). Replay closes the /dev/null descriptor at the call.
+  hooks.close = like(function close(fd, callback) {
+    const where = hookedFds.get(fd);
     hookedFds.delete(fd);
-    return real.close.apply(this, arguments);
+    if (!ev.on || ev.busy || where === undefined || typeof callback !== 'function' || fromNode()) {
+      return real.close.apply(this, arguments);
+    }
+    const args = [...arguments];
+    let fn = real.close;
+    if (replaying) {
+      let err = null;
+      try {
+        ev.live(() => real.closeSync(fd));
+      } catch (e) {
+        err = e;
+      }
+      // Only used when replay went live.
+      fn = (_, cb) => process.nextTick(cb, err);
+    }
+    return callbackCall(K.close, 'close', `fd ${where}`, this, args, fn, none, noArgs);
   }, real.close);
 
   hooks.readSync = like(function readSync(fd, buffer, offsetOrOptions, length, position) {
-    if (!ev.on || ev.busy || !hookedFds.has(fd) || !ArrayBuffer.isView(buffer)) {
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || !ArrayBuffer.isView(buffer) || fromNode()) {
       return real.readSync.apply(this, arguments);
     }
     let offset = offsetOrOptions;
@@ -213,8 +405,8 @@ function install(ev) {
 
   hooks.readFile = like(function readFile(p, options, callback) {
     const cb = typeof options === 'function' ? options : callback;
-    const where = pathOf(p);
-    if (!ev.on || ev.busy || where === null || typeof cb !== 'function' || fromLoader()) {
+    const where = hookedFds.has(p) ? `fd ${hookedFds.get(p)}` : pathOf(p);
+    if (!ev.on || ev.busy || where === null || typeof cb !== 'function' || fromNode()) {
       return real.readFile.apply(this, arguments);
     }
     const opts = typeof options === 'function' ? undefined : options;
@@ -246,7 +438,9 @@ function install(ev) {
 
   hooks.promisesReadFile = like(function readFile(p, options) {
     const where = pathOf(p);
-    if (!ev.on || ev.busy || where === null || fromLoader()) return real.promisesReadFile.apply(this, arguments);
+    // fs.promises.readFile(filehandle) is filehandle.readFile(options): one event of that.
+    if (ev.on && !ev.busy && handleWhere.has(p)) return p.readFile(options);
+    if (!ev.on || ev.busy || where === null || fromNode()) return real.promisesReadFile.apply(this, arguments);
     const input = `${where} ${encodingOf(options)}`;
     const key = ev.opKey(`promises.readFile ${input}`);
     const args = arguments;
@@ -278,44 +472,7 @@ function install(ev) {
   // a 'data' or 'error' listener: those would change its flow and error behaviour): the
   // chunks and the end (or error) are one completion. Replay: a Readable that pushes the
   // recorded chunks when the recorded completion order reaches them.
-  hooks.createReadStream = like(function createReadStream(p, options) {
-    const where = pathOf(p);
-    if (!ev.on || ev.busy || where === null || (options && typeof options === 'object' && options.fd != null)) {
-      return real.createReadStream.apply(this, arguments);
-    }
-    const o = typeof options === 'string' ? { encoding: options } : options || {};
-    const input = `${where} ${encodingOf(o)} ${o.start === undefined ? '' : o.start}-${o.end === undefined ? '' : o.end}`;
-    const key = ev.opKey(`createReadStream ${input}`);
-    const args = arguments;
-    if (replaying) {
-      const v = ev.replay(K.createReadStream, input);
-      if (v === ev.LIVE) return ev.live(() => real.createReadStream.apply(this, args));
-      const s = new Readable({
-        encoding: o.encoding || undefined,
-        highWaterMark: o.highWaterMark || 64 * 1024,
-        read() {},
-      });
-      s.path = where;
-      s.bytesRead = 0;
-      s.pending = true;
-      ev.await(key, (r) => {
-        if (r === ev.LIVE) {
-          s.destroy(new Error('replay went live: a replayed read stream cannot continue'));
-          return;
-        }
-        s.pending = false;
-        for (const c of r.chunks) {
-          s.bytesRead += c.length;
-          s.push(c);
-        }
-        if (r.e !== undefined) s.destroy(r.e);
-        else if (r.ended) s.push(null);
-        else s.destroy();
-      });
-      return s;
-    }
-    const s = ev.live(() => real.createReadStream.apply(this, args));
-    ev.record(K.createReadStream, input, null);
+  function watchStream(s, key) {
     const chunks = [];
     let finished = false;
     const finish = (v) => {
@@ -336,30 +493,414 @@ function install(ev) {
       return emit.apply(this, arguments);
     };
     return s;
+  }
+
+  // `release()` runs when the replayed stream is done, for what its autoClose would close.
+  function replayStream(key, o, props, release) {
+    const s = new Readable({
+      encoding: o.encoding || undefined,
+      highWaterMark: o.highWaterMark || 64 * 1024,
+      read() {},
+    });
+    Object.assign(s, props);
+    s.bytesRead = 0;
+    s.pending = true;
+    ev.await(key, (r) => {
+      if (r === ev.LIVE) {
+        s.destroy(new Error('replay went live: a replayed read stream cannot continue'));
+        return;
+      }
+      s.pending = false;
+      for (const c of r.chunks) {
+        s.bytesRead += c.length;
+        s.push(c);
+      }
+      // Before the program's 'close' listeners: the real stream has closed its fd by then.
+      if (o.autoClose !== false) s.prependOnceListener('close', release);
+      if (r.e !== undefined) s.destroy(r.e);
+      else if (r.ended) s.push(null);
+      else s.destroy();
+    });
+    return s;
+  }
+
+  // The stream's source: its path, or a hooked descriptor or FileHandle given as `fd`
+  // (other descriptors are live).
+  function streamSource(p, o) {
+    if (o.fd == null) return { where: pathOf(p), props: { path: pathOf(p) }, release() {} };
+    if (typeof o.fd === 'number' && hookedFds.has(o.fd)) {
+      const fd = o.fd;
+      return {
+        where: `fd ${hookedFds.get(fd)}`,
+        props: { fd },
+        release() {
+          // The /dev/null descriptor in the recorded one's place, closed as that was.
+          if (!hookedFds.has(fd)) return;
+          hookedFds.delete(fd);
+          try {
+            ev.live(() => real.closeSync(fd));
+          } catch (_) {
+            // Closed already: the program's own close then fails as it did in the recording.
+          }
+        },
+      };
+    }
+    if (handleWhere.has(o.fd)) {
+      const fh = o.fd;
+      // Replay: our FileHandle, shut as Node's stream closes a handle (not the program's call).
+      return { where: `handle ${handleWhere.get(fh)}`, props: { fd: fh }, release: () => fh[kShut]() };
+    }
+    return { where: null };
+  }
+
+  hooks.createReadStream = like(function createReadStream(p, options) {
+    const o = typeof options === 'string' ? { encoding: options } : options || {};
+    if (!ev.on || ev.busy || typeof o !== 'object' || fromNode()) return real.createReadStream.apply(this, arguments);
+    const src = streamSource(p, o);
+    if (src.where === null) return real.createReadStream.apply(this, arguments);
+    const range = `${o.start === undefined ? '' : o.start}-${o.end === undefined ? '' : o.end}`;
+    const input = `${src.where} ${encodingOf(o)} ${range}`;
+    const key = ev.opKey(`createReadStream ${input}`);
+    const args = arguments;
+    if (replaying) {
+      const v = ev.replay(K.createReadStream, input);
+      if (v === ev.LIVE) return ev.live(() => real.createReadStream.apply(this, args));
+      return replayStream(key, o, src.props, src.release);
+    }
+    const s = ev.live(() => real.createReadStream.apply(this, args));
+    ev.record(K.createReadStream, input, null);
+    return watchStream(s, key);
   }, real.createReadStream);
 
-  fs.readFileSync = hooks.readFileSync;
-  fs.existsSync = hooks.existsSync;
-  fs.statSync = hooks.statSync;
-  fs.openSync = hooks.openSync;
-  fs.closeSync = hooks.closeSync;
-  fs.close = hooks.close;
-  fs.readSync = hooks.readSync;
-  fs.readFile = hooks.readFile;
-  promises.readFile = hooks.promisesReadFile;
-  fs.createReadStream = hooks.createReadStream;
+  hooks.lstatSync = like(function lstatSync(p, options) {
+    if (!ev.on || ev.busy || fromNode()) return real.lstatSync.apply(this, arguments);
+    const where = pathOf(p);
+    if (where === null) return real.lstatSync.apply(this, arguments);
+    return syncCall(K.lstatSync, `${where} ${statOpts(options)}`, this, arguments, real.lstatSync, encodeStats,
+      decodeStats);
+  }, real.lstatSync);
 
+  hooks.readdirSync = like(function readdirSync(p, options) {
+    if (!ev.on || ev.busy || fromNode()) return real.readdirSync.apply(this, arguments);
+    const where = pathOf(p);
+    if (where === null) return real.readdirSync.apply(this, arguments);
+    return syncCall(K.readdirSync, `${where} ${dirOpts(options)}`, this, arguments, real.readdirSync, encodeList,
+      decodeList);
+  }, real.readdirSync);
+
+  hooks.accessSync = like(function accessSync(p, mode) {
+    if (!ev.on || ev.busy || fromNode()) return real.accessSync.apply(this, arguments);
+    const where = pathOf(p);
+    if (where === null) return real.accessSync.apply(this, arguments);
+    return syncCall(K.accessSync, `${where} ${accessOpts(mode)}`, this, arguments, real.accessSync);
+  }, real.accessSync);
+
+  hooks.fstatSync = like(function fstatSync(fd, options) {
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || fromNode()) return real.fstatSync.apply(this, arguments);
+    return syncCall(K.fstatSync, `fd ${hookedFds.get(fd)} ${statOpts(options)}`, this, arguments, real.fstatSync,
+      encodeStats, decodeStats);
+  }, real.fstatSync);
+
+  // The callback forms of stat, lstat, readdir and access: (path, [options], callback).
+  const byPath = (name, opts, enc, dec) =>
+    like(function (p, options) {
+      const args = [...arguments];
+      const where = pathOf(p);
+      if (!ev.on || ev.busy || where === null || typeof args[args.length - 1] !== 'function' || fromNode()) {
+        return real[name].apply(this, args);
+      }
+      const o = args.length > 2 ? options : undefined;
+      return callbackCall(K[name], name, `${where} ${opts(o)}`, this, args, real[name], enc, dec);
+    }, real[name]);
+  hooks.stat = byPath('stat', statOpts, encodeStats, statsArgs);
+  hooks.lstat = byPath('lstat', statOpts, encodeStats, statsArgs);
+  hooks.readdir = byPath('readdir', dirOpts, encodeList, listArgs);
+  hooks.access = byPath('access', accessOpts, none, noArgs);
+
+  hooks.fstat = like(function fstat(fd, options) {
+    const args = [...arguments];
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || typeof args[args.length - 1] !== 'function' || fromNode()) {
+      return real.fstat.apply(this, args);
+    }
+    const o = args.length > 2 ? options : undefined;
+    return callbackCall(K.fstat, 'fstat', `fd ${hookedFds.get(fd)} ${statOpts(o)}`, this, args, real.fstat,
+      encodeStats, statsArgs);
+  }, real.fstat);
+
+  // fs.exists: its callback gets a boolean, not an error. Node's exists calls fs.access, which
+  // then runs real (ev.busy).
+  hooks.exists = like(function exists(p, callback) {
+    const where = pathOf(p);
+    if (!ev.on || ev.busy || where === null || typeof callback !== 'function' || fromNode()) {
+      return real.exists.apply(this, arguments);
+    }
+    const args = [...arguments];
+    if (replaying) {
+      const v = ev.replay(K.exists, where);
+      if (v === ev.LIVE) return ev.live(() => real.exists.apply(this, args));
+      ev.await(ev.opKey(`exists ${where}`), (r) => {
+        if (r === ev.LIVE) real.exists.apply(this, args);
+        else callback(r.v);
+      });
+      return undefined;
+    }
+    let key = null;
+    args[1] = function (found) {
+      if (key !== null) ev.done(key, { v: found });
+      return callback.apply(this, arguments);
+    };
+    const r = ev.live(() => real.exists.apply(this, args));
+    key = ev.opKey(`exists ${where}`);
+    ev.record(K.exists, where, null);
+    return r;
+  }, real.exists);
+
+  // Node's promise form of exists calls fs.exists from its own code (which would then run
+  // live): this one calls the hook as the program's call.
+  Object.defineProperty(hooks.exists, util.promisify.custom, {
+    configurable: true,
+    value: like(function exists(p) {
+      return new Promise((resolve) => hooks.exists(p, resolve));
+    }, real.exists[util.promisify.custom] || real.exists),
+  });
+
+  // fs.open(path, [flags, [mode]], callback), read-only: the descriptor's reads are events as
+  // for openSync; replay hands the program a /dev/null descriptor when the open completes.
+  hooks.open = like(function open(p, flags) {
+    const args = [...arguments];
+    const where = pathOf(p);
+    const f = args.length > 2 ? flags : undefined;
+    if (!ev.on || ev.busy || where === null || !readOnly(f) || typeof args[args.length - 1] !== 'function' ||
+      fromNode()) {
+      return real.open.apply(this, args);
+    }
+    return callbackCall(K.open, 'open', `${where} ${f === undefined || f === null ? 'r' : f}`, this, args, real.open,
+      (fd) => {
+        hookedFds.set(fd, where);
+        return fd;
+      },
+      () => {
+        const fd = ev.live(() => real.openSync('/dev/null', 'r'));
+        hookedFds.set(fd, where);
+        return [fd];
+      });
+  }, real.open);
+
+  // fs.read on a hooked descriptor, in each of Node's argument forms (told apart by their
+  // number, as Node does): the buffer and offset the bytes land at.
+  function readArgs(args) {
+    const n = args.length;
+    let buffer = args[1];
+    let params = null;
+    let offset = args[2];
+    let length = args[3];
+    let position = args[4];
+    let cb = args[5];
+    if (n <= 4) {
+      if (n === 4) {
+        params = args[2];
+        cb = args[3];
+      } else if (n === 3) {
+        if (!ArrayBuffer.isView(buffer)) {
+          params = buffer;
+          buffer = params && params.buffer !== undefined ? params.buffer : null;
+        }
+        cb = args[2];
+      } else {
+        cb = args[1];
+        buffer = null;
+      }
+      const o = params || {};
+      offset = o.offset === undefined ? 0 : o.offset;
+      length = o.length;
+      position = o.position;
+    }
+    if (typeof cb !== 'function' || (buffer !== null && !ArrayBuffer.isView(buffer))) return null;
+    if (offset === undefined || offset === null) offset = 0;
+    return { buffer, offset, length, position };
+  }
+
+  hooks.read = like(function read(fd) {
+    const args = [...arguments];
+    const a = ev.on && !ev.busy && hookedFds.has(fd) ? readArgs(args) : null;
+    if (a === null || fromNode()) return real.read.apply(this, args);
+    const pos = a.position === undefined || a.position === null ? '-' : a.position;
+    const input = `${hookedFds.get(fd)} ${a.offset} ${a.length === undefined ? '-' : a.length} ${pos}`;
+    return callbackCall(K.read, 'read', input, this, args, real.read,
+      (n, buffer) => ({ n, data: Buffer.from(bytesOf(buffer).subarray(a.offset, a.offset + n)) }),
+      (v) => {
+        // Node allocates a 16 KiB buffer when the program gives none.
+        const buffer = a.buffer === null ? Buffer.alloc(16384) : a.buffer;
+        v.data.copy(bytesOf(buffer), a.offset);
+        return [v.n, buffer];
+      });
+  }, real.read);
+
+  // fs.promises: stat, lstat, readdir, access by path.
+  const promiseByPath = (name, opts, enc, dec) => {
+    const fn = real[name];
+    const short = name.slice('promises'.length).toLowerCase();
+    return like(function (p, options) {
+      const where = pathOf(p);
+      if (!ev.on || ev.busy || where === null || fromNode()) return fn.apply(this, arguments);
+      const args = arguments;
+      return promiseCall(K[name], `promises.${short}`, `${where} ${opts(options)}`, () => fn.apply(this, args), enc,
+        dec);
+    }, fn);
+  };
+  hooks.promisesStat = promiseByPath('promisesStat', statOpts, encodeStats, decodeStats);
+  hooks.promisesLstat = promiseByPath('promisesLstat', statOpts, encodeStats, decodeStats);
+  hooks.promisesReaddir = promiseByPath('promisesReaddir', dirOpts, encodeList, decodeList);
+  hooks.promisesAccess = promiseByPath('promisesAccess', accessOpts, same, same);
+
+  // FileHandles. Record: the real handle, its read/readFile/stat/close/createReadStream
+  // methods hooked on the instance (Node's own uses of them, such as the reads of the handle's
+  // ReadStream, run real). Replay: a FileHandle of ours that answers the same methods from the
+  // log and holds no descriptor at all (nothing to leak, to close, or to warn about on garbage
+  // collection): the recorded number is its `fd`, only as a number to print.
+  function handleRead(fh, where, fn, args) {
+    let [buffer, offset, length, position] = args;
+    if (!ArrayBuffer.isView(buffer)) {
+      const o = buffer || {};
+      buffer = o.buffer === undefined ? null : o.buffer;
+      ({ offset, length, position } = o);
+    }
+    if (offset !== null && typeof offset === 'object') ({ offset, length, position } = offset);
+    if (offset === undefined || offset === null) offset = 0;
+    if (buffer !== null && !ArrayBuffer.isView(buffer)) return fn.apply(fh, args); // Node rejects it
+    const pos = typeof position === 'number' || typeof position === 'bigint' ? position : '-';
+    const input = `${where} ${offset} ${length === undefined || length === null ? '-' : length} ${pos}`;
+    return promiseCall(K['fh.read'], 'FileHandle.read', input, () => fn.apply(fh, args),
+      (r) => ({ n: r.bytesRead, data: Buffer.from(bytesOf(r.buffer).subarray(offset, offset + r.bytesRead)) }),
+      (v) => {
+        const b = buffer === null ? Buffer.alloc(16384) : buffer;
+        v.data.copy(bytesOf(b), offset);
+        return { __proto__: null, bytesRead: v.n, buffer: b };
+      });
+  }
+
+  const handleMethods = {
+    read(fh, where, fn, args) {
+      return handleRead(fh, where, fn, args);
+    },
+    readFile(fh, where, fn, args) {
+      return promiseCall(K['fh.readFile'], 'FileHandle.readFile', `${where} ${encodingOf(args[0])}`,
+        () => fn.apply(fh, args), same, same);
+    },
+    stat(fh, where, fn, args) {
+      return promiseCall(K['fh.stat'], 'FileHandle.stat', `${where} ${statOpts(args[0])}`, () => fn.apply(fh, args),
+        encodeStats, decodeStats);
+    },
+    // An event too: when it settles, among the other completions, is what the program sees.
+    close(fh, where, fn, args) {
+      return promiseCall(K['fh.close'], 'FileHandle.close', where, () => fn.apply(fh, args), same, same);
+    },
+  };
+
+  // fh.createReadStream() is a ReadStream over the handle (Node's fh.readLines() reads one):
+  // the hooked createReadStream with the handle as its `fd`.
+  function handleStream(fh, options) {
+    return hooks.createReadStream(undefined, { ...options, fd: fh });
+  }
+
+  function hookHandle(fh, where) {
+    handleWhere.set(fh, where);
+    const crs = fh.createReadStream;
+    Object.defineProperty(fh, 'createReadStream', {
+      configurable: true,
+      writable: true,
+      value: like(function createReadStream(options) {
+        if (!ev.on || ev.busy) return crs.apply(this, arguments);
+        return handleStream(this, options);
+      }, crs),
+    });
+    for (const [name, method] of Object.entries(handleMethods)) {
+      const fn = fh[name];
+      Object.defineProperty(fh, name, {
+        configurable: true,
+        writable: true,
+        value: like(function () {
+          if (!ev.on || ev.busy || fromNode()) return fn.apply(this, arguments);
+          return method(this, where, fn, [...arguments]);
+        }, fn),
+      });
+    }
+    return fh;
+  }
+
+  const wentLive = () => Promise.reject(new Error('replay went live: a replayed FileHandle has no file to read'));
+  const kFd = Symbol('fd');
+  const kClosed = Symbol('closed');
+  const kShut = Symbol('shut');
+  // Named as Node's class, so util.inspect shows the same name.
+  class FileHandle extends EventEmitter {
+    constructor(fd) {
+      super();
+      this[kFd] = fd;
+      this[kClosed] = false;
+      // An own property, as Node's (a class field there): Object.keys() lists it the same.
+      this.close = like(() => {
+        this[kShut]();
+        return handleMethods.close(this, handleWhere.get(this), () => Promise.resolve(), []);
+      }, { name: 'close', length: 0 });
+    }
+
+    get fd() {
+      return this[kClosed] ? -1 : this[kFd];
+    }
+
+    // As Node's: the fd is -1 and 'close' emitted at the call, the promise settles later.
+    [kShut]() {
+      if (!this[kClosed]) {
+        this[kClosed] = true;
+        this.emit('close');
+      }
+    }
+
+    // Node's calls close() from its own code (no event): so does this one.
+    [Symbol.asyncDispose]() {
+      this[kShut]();
+      return Promise.resolve();
+    }
+
+    createReadStream(options = undefined) {
+      return handleStream(this, options);
+    }
+
+    readLines(options = undefined) {
+      return readline.createInterface({ input: this.createReadStream(options), crlfDelay: Infinity });
+    }
+  }
+  for (const [name, method] of Object.entries(handleMethods)) {
+    if (name === 'close') continue;
+    Object.defineProperty(FileHandle.prototype, name, {
+      configurable: true,
+      writable: true,
+      value: like(function () {
+        return method(this, handleWhere.get(this), wentLive, [...arguments]);
+      }, { name, length: name === 'read' ? 4 : 1 }),
+    });
+  }
+
+  hooks.promisesOpen = like(function open(p, flags) {
+    const where = pathOf(p);
+    if (!ev.on || ev.busy || where === null || !readOnly(flags) || fromNode()) {
+      return real.promisesOpen.apply(this, arguments);
+    }
+    const args = arguments;
+    const input = `${where} ${flags === undefined || flags === null ? 'r' : flags}`;
+    return promiseCall(K.promisesOpen, 'promises.open', input, () => real.promisesOpen.apply(this, args),
+      (fh) => hookHandle(fh, where).fd,
+      (fd) => {
+        const fh = new FileHandle(fd);
+        handleWhere.set(fh, where);
+        return fh;
+      });
+  }, real.promisesOpen);
+
+  for (const [name, [obj, prop]] of Object.entries(SLOTS)) obj[prop] = hooks[name];
   ev.onDisable(() => {
-    fs.readFileSync = real.readFileSync;
-    fs.existsSync = real.existsSync;
-    fs.statSync = real.statSync;
-    fs.openSync = real.openSync;
-    fs.closeSync = real.closeSync;
-    fs.close = real.close;
-    fs.readSync = real.readSync;
-    fs.readFile = real.readFile;
-    promises.readFile = real.promisesReadFile;
-    fs.createReadStream = real.createReadStream;
+    for (const [name, [obj, prop]] of Object.entries(SLOTS)) obj[prop] = real[name];
   });
 }
 

@@ -20,7 +20,7 @@ console.log('sync', fs.readFileSync(a, 'utf8'), fs.readFileSync(b).subarray(0, 8
 try { fs.readFileSync(missing); } catch (e) { console.log('missing', e instanceof Error, e.code, e.syscall, e.errno, e.message); }
 console.log('exists', fs.existsSync(a), fs.existsSync(missing));
 const st = fs.statSync(a);
-console.log('stat', st.isFile(), st.isDirectory(), st.size, st.mtime instanceof Date, st.mtime.getTime() === Math.floor(st.mtimeMs));
+console.log('stat', st.isFile(), st.isDirectory(), st.size, st.mtime instanceof Date, st.mtime.getTime() === Math.round(st.mtimeMs));
 const sd = fs.statSync(dir);
 console.log('statdir', sd.isFile(), sd.isDirectory());
 const sb = fs.statSync(a, { bigint: true });
