@@ -1,7 +1,8 @@
 'use strict';
 // Per-request cost of the network hooks (lib/net.js): sequential http.get requests over a
 // keep-alive connection and fetch() calls against a loopback server, run live (no addon),
-// recorded, and replayed with the server stopped. Prints ms/request and the ratios to live.
+// recorded, and replayed with the server stopped. Prints ms/request, elapsed and CPU time of
+// the client process (all its threads), medians over the runs, and the ratios to live.
 //   node bench-http.js [requests] [runs]
 // REPLAY_NODE_PKG=<dir> points at an installed package (default: this folder, which needs
 // replay_node.node, i.e. npm install).
@@ -24,17 +25,27 @@ const get = () => new Promise((resolve, reject) => {
 });
 (async () => {
   // process.uptime: the same monotonic clock as performance.now, which is hooked (replay
-  // would hand back the recorded timings).
+  // would hand back the recorded timings). process.cpuUsage (not hooked) counts the work of
+  // every thread of the process, the recorder's included: on a loaded machine it varies less
+  // than the elapsed time.
+  const cpu = (c) => {
+    const d = process.cpuUsage(c);
+    return (d.user + d.system) / 1e3;
+  };
   await get(); // warm-up
   let t = process.uptime();
+  let c = process.cpuUsage();
   for (let i = 0; i < n; i++) await get();
   const httpMs = ((process.uptime() - t) * 1e3) / n;
+  const httpCpu = cpu(c) / n;
   await (await fetch('http://127.0.0.1:' + port + '/b?size=' + size)).arrayBuffer();
   t = process.uptime();
+  c = process.cpuUsage();
   for (let i = 0; i < n; i++) await (await fetch('http://127.0.0.1:' + port + '/b?size=' + size)).arrayBuffer();
   const fetchMs = ((process.uptime() - t) * 1e3) / n;
+  const fetchCpu = cpu(c) / n;
   agent.destroy();
-  console.log(JSON.stringify({ httpMs, fetchMs }));
+  console.log(JSON.stringify({ httpMs, fetchMs, httpCpu, fetchCpu }));
 })();
 `;
 
@@ -89,15 +100,19 @@ async function main() {
     await new Promise((r) => server.close(r));
     const rep = [];
     for (const log of logs) rep.push(await run(pkg, client, 'replay', log, [port, n, size]));
-    for (const what of ['httpMs', 'fetchMs']) {
-      const l = median(live.map((x) => x[what]));
-      const r = median(rec.map((x) => x[what]));
-      const p = median(rep.map((x) => x[what]));
-      const name = `${what === 'httpMs' ? 'http.get' : 'fetch'} ${size / 1024} KB`;
-      console.log(
-        `${name.padEnd(16)} live ${l.toFixed(3)} ms  record ${r.toFixed(3)} ms (${(r / l).toFixed(2)}x)  ` +
-          `replay ${p.toFixed(3)} ms (${(p / l).toFixed(2)}x)`,
-      );
+    for (const what of ['http', 'fetch']) {
+      const name = `${what === 'http' ? 'http.get' : 'fetch'} ${size / 1024} KB`;
+      const line = (unit) => {
+        const l = median(live.map((x) => x[what + unit]));
+        const r = median(rec.map((x) => x[what + unit]));
+        const p = median(rep.map((x) => x[what + unit]));
+        return (
+          `live ${l.toFixed(3)} ms  record ${r.toFixed(3)} ms (${(r / l).toFixed(2)}x)  ` +
+          `replay ${p.toFixed(3)} ms (${(p / l).toFixed(2)}x)`
+        );
+      };
+      console.log(`${name.padEnd(16)} elapsed ${line('Ms')}`);
+      console.log(`${''.padEnd(16)} cpu     ${line('Cpu')}`);
     }
   }
   fs.rmSync(dir, { recursive: true, force: true });

@@ -22,7 +22,8 @@ const api = globalThis[LOADED] || {
 };
 module.exports = api;
 
-// Hook codes, as the native side knows them (KINDS in src/lib.rs).
+// Hook codes, as the native side knows them (KINDS in src/lib.rs). K_RANDOM's batch entries
+// are checkpoints (calls so far), not values: see "Math.random" below.
 const K_NOW = 0;
 const K_DATE = 1;
 const K_RANDOM = 2;
@@ -36,7 +37,8 @@ const K_ORIGIN = 6;
 const MODULES = ['fs', 'crypto', 'net'];
 
 // Events buffered before they are handed to the native side: a crossing costs about as much
-// as a hundred hooked calls, so it is paid once per batch.
+// as a hundred hooked calls, so it is paid once per batch. Replay fetches as many of a kind's
+// recorded values per crossing.
 const BATCH = 4096;
 // A program that stops calling the hooks still gets its events to the log within this.
 const FLUSH_MS = 100;
@@ -85,13 +87,60 @@ function install() {
   const realHrtime = process.hrtime;
   const realHrtimeBig = realHrtime.bigint;
 
+  // Captured before lib/crypto.js hooks it: the generator's seed is real entropy.
+  const realRandomBytes = require('crypto').randomBytes;
+
   let on = true;
-  const host = { mode: started, beforeRecord() {}, leave() {}, disable: (what, e) => disable(what, e) };
-  let clock; // (code, liveFn) -> value, set per mode below
+  const host = {
+    mode: started,
+    beforeRecord() {},
+    leave() {},
+    wentLive() {},
+    disable: (what, e) => disable(what, e),
+  };
+  let clockFor; // code -> (liveFn -> value): the clock hook of one kind, set per mode below
   let finish; // called once at exit
+
+  // Math.random: a xorshift128+ generator run here in both modes (recording each double
+  // would cost several times the call: they do not compress). The log holds its seed and,
+  // per batch flush, a checkpoint with the number of calls so far (src/lib.rs, "Math.random").
+  // `rcount` counts the calls the generator served; a call past `rlimit` (0 before the seed)
+  // takes the mode's slow path: seeding, or in replay the next checkpoint.
+  const rstate = new Int32Array(4);
+  let rcount = 0;
+  let rlimit = 0;
+  let randomSlow; // set per mode below
+  // One step of xorshift128+ as V8 runs it (shift triple 23/17/26 on two 64-bit words, here
+  // as hi/lo int32 halves), returning the new first word's top 53 bits as a double in [0, 1)
+  // (V8 takes 52). Int32Array state and 32-bit ops keep it free of allocations.
+  const rstep = () => {
+    let ah = rstate[0];
+    let al = rstate[1];
+    const bh = rstate[2];
+    const bl = rstate[3];
+    rstate[0] = bh;
+    rstate[1] = bl;
+    ah ^= (ah << 23) | (al >>> 9);
+    al ^= al << 23;
+    al ^= (al >>> 17) | (ah << 15);
+    ah ^= ah >>> 17;
+    ah ^= bh;
+    al ^= bl;
+    al ^= (bl >>> 26) | (bh << 6);
+    ah ^= bh >>> 26;
+    rstate[2] = ah;
+    rstate[3] = al;
+    return ((bh >>> 11) * 4294967296 + (bl >>> 0)) * 1.1102230246251565e-16;
+  };
+  // The seed is 16 bytes, read as four little-endian int32 words (the log's form).
+  const seedFrom = (bytes) => {
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, 16);
+    for (let i = 0; i < 4; i++) rstate[i] = dv.getInt32(4 * i, true);
+  };
 
   function restore() {
     on = false;
+    dropRuns();
     globalThis.Date = RealDate;
     RealDate.prototype.constructor = realCtor;
     Math.random = realRandom;
@@ -120,11 +169,25 @@ function install() {
   const liveNow = () => realNow();
   const livePerf = () => realPerfNow.call(perf);
 
+  // Replay: per kind, the run of recorded values fetched in one crossing and not served yet.
+  const runs = [];
+  function dropRuns() {
+    rlimit = -1;
+    for (const st of runs) st.pos = st.end = 0;
+  }
+
   if (started === 'record') {
-    const values = new Float64Array(BATCH);
-    const codes = new Uint8Array(BATCH);
+    // One slot more than a batch: the Math.random checkpoint added at a flush.
+    const values = new Float64Array(BATCH + 1);
+    const codes = new Uint8Array(BATCH + 1);
     let n = 0;
+    let checked = 0; // rcount at the last checkpoint
     const flushBatch = () => {
+      if (rcount !== checked && rlimit > 0) {
+        values[n++] = rcount;
+        codes[n - 1] = K_RANDOM;
+        checked = rcount;
+      }
       if (n === 0) return;
       const count = n;
       n = 0;
@@ -134,7 +197,7 @@ function install() {
         disable('recording', e);
       }
     };
-    clock = (code, live) => {
+    clockFor = (code) => (live) => {
       const v = live();
       if (on) {
         values[n] = v;
@@ -142,6 +205,27 @@ function install() {
         if (++n === BATCH) flushBatch();
       }
       return v;
+    };
+    // The first call: seed the generator and record the seed.
+    randomSlow = () => {
+      rcount--;
+      if (!on || rlimit < 0) return realRandom();
+      try {
+        const seed = realRandomBytes(16);
+        seedFrom(seed);
+        // All-zero state would stay zero.
+        if ((rstate[0] | rstate[1] | rstate[2] | rstate[3]) === 0) rstate[3] = 1;
+        const bytes = Buffer.alloc(16);
+        for (let i = 0; i < 4; i++) bytes.writeInt32LE(rstate[i], 4 * i);
+        flushBatch();
+        native.recordRandomSeed(bytes);
+      } catch (e) {
+        disable('recording', e);
+        return realRandom();
+      }
+      rlimit = Infinity;
+      rcount++;
+      return rstep();
     };
     const timer = setInterval(flushBatch, FLUSH_MS);
     timer.unref();
@@ -166,32 +250,107 @@ function install() {
       process.exit(native.exitCode());
     };
     host.leave = leave;
-    clock = (code, live) => {
-      if (!on) return live();
+    host.wentLive = dropRuns;
+    // After a call the native side did not replay: report it (with the stack) and apply the
+    // policy; the value to return, or NaN to run live.
+    const notReplayed = (code) => {
       let v;
       try {
-        v = native.replayNext(code);
+        v = native.diverged(code, callSite());
+      } catch (e) {
+        disable('replay', e);
+        return NaN;
+      }
+      if (native.exitCode() !== 0) leave();
+      if (native.isLive()) dropRuns();
+      return v;
+    };
+    const fetchRun = (st, live) => {
+      if (!on) return live();
+      if (st.buf === null) st.buf = new Float64Array(st.code === K_ORIGIN ? 1 : BATCH);
+      let n;
+      try {
+        n = native.replayRun(st.code, st.buf);
       } catch (e) {
         disable('replay', e);
         return live();
       }
-      // NaN: not replayed (none of these calls ever returns NaN for real).
-      if (v !== v) {
-        try {
-          v = native.diverged(code, callSite());
-        } catch (e) {
-          disable('replay', e);
-          return live();
-        }
-        if (native.exitCode() !== 0) leave();
-        if (v !== v) return live();
+      let v;
+      if (n > 0) {
+        st.pos = 1;
+        st.end = n;
+        v = st.buf[0];
+      } else {
+        v = notReplayed(st.code);
       }
-      return v;
+      // NaN: not replayed (none of these calls ever returns NaN for real).
+      return v === v ? v : live();
     };
-    finish = () => native.shutdown();
+    // Values come from the run buffer; a crossing only when it is used up.
+    clockFor = (code) => {
+      const st = { code, buf: null, pos: 0, end: 0 };
+      runs.push(st);
+      return (live) => {
+        if (st.pos < st.end) {
+          const v = st.buf[st.pos++];
+          return v === v ? v : live();
+        }
+        return fetchRun(st, live);
+      };
+    };
+    const seedBytes = new Uint8Array(16);
+    // The first call (seed, then checkpoint) and each call past the last checkpoint taken.
+    randomSlow = () => {
+      rcount--;
+      if (!on || rlimit < 0) return realRandom();
+      try {
+        if (rlimit === 0 && rcount === 0) {
+          if (!native.randomSeed(seedBytes)) return randomFailed();
+          seedFrom(seedBytes);
+        }
+        while (rcount + 1 > rlimit) {
+          const c = native.randomCheckpoint();
+          if (c !== c) return randomFailed();
+          rlimit = c;
+        }
+      } catch (e) {
+        disable('replay', e);
+        return realRandom();
+      }
+      rcount++;
+      return rstep();
+    };
+    // No seed or no further checkpoint recorded: a divergence at this call; Math.random runs
+    // live from here (there are no recorded values to go on with).
+    const randomFailed = () => {
+      try {
+        native.randomDiverged(rcount + 1, callSite());
+      } catch (e) {
+        disable('replay', e);
+        return realRandom();
+      }
+      if (native.exitCode() !== 0) leave();
+      rlimit = -1;
+      if (native.isLive()) dropRuns();
+      return realRandom();
+    };
+    finish = () => {
+      // Values fetched but not served go back: the core reports them as left over.
+      for (const st of runs) {
+        if (st.pos < st.end) native.replayUnread(st.code, st.pos);
+      }
+      if (rlimit >= 0) native.randomEnd(rcount);
+      return native.shutdown();
+    };
   }
 
-  const liveRandom = () => realRandom();
+  const nowClock = clockFor(K_NOW);
+  const dateClock = clockFor(K_DATE);
+  const perfClock = clockFor(K_PERF);
+  const hrtimeClock = clockFor(K_HRTIME);
+  const hrtimeBigClock = clockFor(K_HRTIME_BIG);
+  const originClock = clockFor(K_ORIGIN);
+
   const liveHrtime = () => {
     const t = realHrtime();
     return t[0] * 1e9 + t[1];
@@ -204,7 +363,7 @@ function install() {
     if (time !== undefined) realHrtime(time);
     // Calls Node makes while a hook module runs a real function are not the program's.
     if (ev && ev.busy) return time === undefined ? realHrtime() : realHrtime(time);
-    const t = clock(K_HRTIME, liveHrtime);
+    const t = hrtimeClock(liveHrtime);
     const sec = Math.floor(t / 1e9);
     const ns = t - sec * 1e9;
     if (time === undefined) return [sec, ns];
@@ -220,7 +379,7 @@ function install() {
   hrtime.bigint = function bigint() {
     if (ev && ev.busy) return realHrtimeBig();
     let live;
-    const v = clock(K_HRTIME_BIG, () => Number((live = realHrtimeBig())));
+    const v = hrtimeBigClock(() => Number((live = realHrtimeBig())));
     return live !== undefined && Number(live) === v ? live : BigInt(v);
   };
   Object.defineProperty(hrtime.bigint, 'name', { value: realHrtimeBig.name });
@@ -231,9 +390,9 @@ function install() {
   const ReplayDate = function Date(...args) {
     if (new.target === undefined) {
       // Date() called as a function: the current time as a string.
-      return new RealDate(clock(K_DATE, liveNow)).toString();
+      return new RealDate(dateClock(liveNow)).toString();
     }
-    if (args.length === 0) return Reflect.construct(RealDate, [clock(K_DATE, liveNow)], new.target);
+    if (args.length === 0) return Reflect.construct(RealDate, [dateClock(liveNow)], new.target);
     return Reflect.construct(RealDate, args, new.target);
   };
   Object.defineProperty(ReplayDate, 'length', { value: RealDate.length });
@@ -244,7 +403,7 @@ function install() {
   }
   Object.defineProperty(ReplayDate, 'now', {
     value: function now() {
-      return clock(K_NOW, liveNow);
+      return nowClock(liveNow);
     },
     writable: true,
     configurable: true,
@@ -254,11 +413,12 @@ function install() {
     RealDate.prototype.constructor = ReplayDate;
     globalThis.Date = ReplayDate;
     Math.random = function random() {
-      return clock(K_RANDOM, liveRandom);
+      if (++rcount > rlimit) return randomSlow();
+      return rstep();
     };
     Object.defineProperty(perf, 'now', {
       value: function now() {
-        return clock(K_PERF, livePerf);
+        return perfClock(livePerf);
       },
       writable: true,
       configurable: true,
@@ -269,7 +429,7 @@ function install() {
     let origin;
     const getOrigin = () => {
       if (origin === undefined || !on) {
-        const v = clock(K_ORIGIN, () => Reflect.get(Object.getPrototypeOf(perf), 'timeOrigin', perf));
+        const v = originClock(() => Reflect.get(Object.getPrototypeOf(perf), 'timeOrigin', perf));
         if (!on) return v;
         origin = v;
       }

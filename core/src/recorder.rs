@@ -347,6 +347,49 @@ impl Recorder {
         }
     }
 
+    /// Records a `Record` event the caller hands over: the same event as [`Self::record`]
+    /// with `PayloadRef::Record(&record)`, without copying the record (its byte fields can
+    /// be large: a front end that builds the record for this call only saves a copy).
+    pub fn record_owned(&self, kind: u32, site: u32, digest: Option<u64>, record: Record) -> u64 {
+        let seq = self.inner.hot.seq.fetch_add(1, Ordering::Relaxed);
+        if self.inner.hot.stopped.load(Ordering::Relaxed) {
+            self.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            return seq;
+        }
+        let r = LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                *l = Some(self.new_local(None));
+            }
+            let local = l.as_mut().unwrap();
+            if local.len == local.chunk.events.len() {
+                self.swap(local, 0);
+            }
+            let c = &local.chunk;
+            let i = local.len;
+            c.records.lock().unwrap().push((i, record));
+            let ev = RawEvent {
+                seq,
+                digest: digest.unwrap_or(0),
+                value: 0,
+                kind,
+                site,
+                errno: 0,
+                data_off: local.data_len as u32,
+                data_len: 0,
+                tag: 6 | if digest.is_some() { T_DIGEST } else { 0 },
+            };
+            // SAFETY: slot i is below the chunk's capacity and above `committed`.
+            unsafe { (*c.events[i].get()).write(ev) };
+            local.len = i + 1;
+            c.committed.store(i + 1, Ordering::Release);
+        });
+        if r.is_err() {
+            self.inner.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        seq
+    }
+
     /// Records many `Int` events (site 0, no digest, no data) whose sequence numbers were
     /// taken earlier from [`Self::seq_counter`] by this same thread, in increasing order: the
     /// same events as one [`Self::record_at`] each, but with one thread-local lookup and one
@@ -598,7 +641,7 @@ impl Flusher {
                 self.batch.runs.len() - 1
             }
         };
-        let records = c.records.lock().unwrap();
+        let mut records = c.records.lock().unwrap();
         let run = &mut self.batch.runs[idx];
         for i in from..upto {
             // SAFETY: i < committed (acquired), so the slot and its data are published.
@@ -627,10 +670,12 @@ impl Flusher {
                     data,
                 },
                 _ => {
+                    // Moved out, not cloned: each event of a chunk is taken once (from
+                    // `taken` on), and a recycled chunk's records are cleared anyway.
                     rec = records
-                        .iter()
+                        .iter_mut()
                         .find(|(j, _)| *j == i)
-                        .map(|(_, r)| r.clone())
+                        .map(|(_, r)| std::mem::take(r))
                         .unwrap_or_default();
                     PayloadRef::Record(&rec)
                 }
@@ -795,5 +840,72 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
                 )
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod owned_tests {
+    use super::*;
+    use crate::event::{Field, FieldValue, Payload};
+    use crate::reader::{LogReader, Ordered};
+
+    #[test]
+    fn record_owned_logs_the_same_event_as_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("owned.replay");
+        let r = Recorder::open(RecordConfig {
+            path: p.clone(),
+            header: HeaderInfo::for_this_process("test", "1", vec![]),
+            sync: false,
+            flush: Duration::from_millis(20),
+            main_thread: "main".into(),
+        })
+        .unwrap();
+        let k = r.intern("k");
+        let rec = |n: u64| Record {
+            fields: vec![
+                Field {
+                    name: "json".into(),
+                    value: FieldValue::Text(format!("{{\"n\":{n}}}")),
+                },
+                Field {
+                    name: "b0".into(),
+                    value: FieldValue::Bytes(vec![n as u8; 70000]),
+                },
+            ],
+        };
+        // Interleaved with the borrowing form and with data events, over several chunks.
+        for n in 0..300u64 {
+            match n % 3 {
+                0 => r.record_owned(k, 0, Some(n), rec(n)),
+                1 => r.record(k, 0, None, PayloadRef::Record(&rec(n))),
+                _ => r.record(k, 0, None, PayloadRef::Bytes(&[n as u8; 3])),
+            };
+        }
+        r.finish().unwrap();
+        let mut it = Ordered::new(LogReader::open(&p).unwrap());
+        let mut n = 0u64;
+        for e in it.by_ref() {
+            assert_eq!(e.seq, n);
+            match n % 3 {
+                0 => {
+                    assert_eq!(e.digest, Some(n));
+                    assert_eq!(e.payload, Payload::Record { record: rec(n) });
+                }
+                1 => {
+                    assert_eq!(e.digest, None);
+                    assert_eq!(e.payload, Payload::Record { record: rec(n) });
+                }
+                _ => assert_eq!(
+                    e.payload,
+                    Payload::Bytes {
+                        data: vec![n as u8; 3]
+                    }
+                ),
+            }
+            n += 1;
+        }
+        assert!(it.error().is_none(), "{:?}", it.error());
+        assert_eq!(n, 300);
     }
 }

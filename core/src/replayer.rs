@@ -569,6 +569,117 @@ impl Replayer {
         r.unwrap_or_else(|_| Err(self.exiting(kind, site, digest)))
     }
 
+    /// Batch form of [`Self::next_of`] for front ends that serve a kind's events from a
+    /// buffer of their own (a typed array in JS): takes the next event of `kind` as
+    /// [`Self::next_of`] does (so a call with none left is reported at that call), then up to
+    /// `max` events of `kind` in all that carry no input digest, in recorded order. Events of
+    /// other kinds read past go to their kinds' stashes, at most `max` of them per call, so a
+    /// log with few events of `kind` is not read ahead without bound. Everything taken counts
+    /// as served; what the front end does not use must go back with [`Self::unread_of`] before
+    /// [`Self::finish`], so that it counts as left over.
+    pub fn next_of_run(
+        &self,
+        kind: u32,
+        max: usize,
+        out: &mut Vec<Event>,
+    ) -> Result<(), Box<Divergence>> {
+        out.push(self.next_of(kind, 0, None)?);
+        let gen = self.inner.gen;
+        let before = out.len();
+        // The stash first: it holds this kind's earliest events. If it is not emptied, the
+        // tape's events of the kind come after it and must wait.
+        let drained = STASH
+            .try_with(|s| {
+                let mut s = s.borrow_mut();
+                let Some(q) = s.get_mut(&(gen, kind)) else {
+                    return true;
+                };
+                while out.len() < max && q.front().is_some_and(|e| e.digest.is_none()) {
+                    out.extend(q.pop_front());
+                }
+                q.is_empty()
+            })
+            .unwrap_or(false);
+        let _ = LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            let Some(local) = l.as_mut().filter(|x| x.gen == gen) else {
+                return;
+            };
+            let mut skipped = 0;
+            while drained && out.len() < max && skipped < max {
+                let Some((k, plain)) = self.peek(local).map(|e| (e.kind, e.digest.is_none()))
+                else {
+                    break;
+                };
+                if k == kind && !plain {
+                    break;
+                }
+                let ev = local.take();
+                local.pos += 1;
+                if k == kind {
+                    out.push(ev);
+                } else {
+                    skipped += 1;
+                    let _ = STASH
+                        .try_with(|s| s.borrow_mut().entry((gen, k)).or_default().push_back(ev));
+                }
+            }
+            let n = (out.len() - before) as u64;
+            if n == 0 {
+                return;
+            }
+            if let Some(q) = &local.queue {
+                q.consumed
+                    .store(q.consumed.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+            }
+            let _ = SERVED.try_with(|s| *s.borrow_mut().entry((gen, kind)).or_default() += n);
+            if self.inner.strict {
+                let last = out.last().map_or(0, |e| e.seq);
+                self.inner.cursor.fetch_max(last + 1, Ordering::AcqRel);
+                if self.inner.parked.load(Ordering::Acquire) > 0 {
+                    let _g = self.inner.park.lock().unwrap();
+                    self.inner.wake.notify_all();
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// Gives back events of `kind` that [`Self::next_of_run`] handed out on this thread and
+    /// the front end did not use (`events`: the unused tail of a run, in recorded order).
+    /// They become the kind's next events again and count as not served, so
+    /// [`Self::finish`] reports them as left over (and a later call of the kind gets them).
+    pub fn unread_of(&self, kind: u32, events: Vec<Event>) {
+        let n = events.len() as u64;
+        if n == 0 {
+            return;
+        }
+        let gen = self.inner.gen;
+        let _ = STASH.try_with(|s| {
+            let mut s = s.borrow_mut();
+            let q = s.entry((gen, kind)).or_default();
+            for e in events.into_iter().rev() {
+                q.push_front(e);
+            }
+        });
+        let _ = SERVED.try_with(|s| {
+            if let Some(c) = s.borrow_mut().get_mut(&(gen, kind)) {
+                *c = c.saturating_sub(n);
+            }
+        });
+        let _ = LOCAL.try_with(|l| {
+            if let Some(q) = l
+                .borrow()
+                .as_ref()
+                .filter(|x| x.gen == gen)
+                .and_then(|x| x.queue.as_ref())
+            {
+                let c = q.consumed.load(Ordering::Relaxed);
+                q.consumed.store(c.saturating_sub(n), Ordering::Relaxed);
+            }
+        });
+    }
+
     /// The earliest event [`Self::next_of`] stashed on this thread and no call took, if any.
     fn first_stashed(&self) -> Option<u64> {
         let gen = self.inner.gen;
@@ -869,5 +980,119 @@ impl Replayer {
     /// How the log ended, once it has been read to its end.
     pub fn end(&self) -> Option<End> {
         self.inner.source.lock().unwrap().end.clone()
+    }
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::*;
+    use crate::format::{HeaderInfo, PayloadRef};
+    use crate::recorder::{RecordConfig, Recorder};
+    use crate::report::DivergenceKind;
+
+    fn val(e: &Event) -> u64 {
+        match e.payload {
+            crate::event::Payload::Uint { value } => value,
+            ref p => panic!("{p:?}"),
+        }
+    }
+
+    /// Recorded on one thread: a0 b0 a1 b1 a2 c(digest) a3 a4.
+    fn log(dir: &Path) -> PathBuf {
+        let p = dir.join("run.replay");
+        let r = Recorder::open(RecordConfig {
+            path: p.clone(),
+            header: HeaderInfo::for_this_process("test", "1", vec![]),
+            sync: false,
+            flush: Duration::from_millis(20),
+            main_thread: "main".into(),
+        })
+        .unwrap();
+        let (a, b, c) = (r.intern("a"), r.intern("b"), r.intern("c"));
+        for i in 0..2u64 {
+            r.record(a, 0, None, PayloadRef::Uint(i));
+            r.record(b, 0, None, PayloadRef::Uint(10 + i));
+        }
+        r.record(a, 0, None, PayloadRef::Uint(2));
+        r.record(c, 0, Some(5), PayloadRef::Uint(20));
+        r.record(a, 0, None, PayloadRef::Uint(3));
+        r.record(a, 0, None, PayloadRef::Uint(4));
+        r.finish().unwrap();
+        p
+    }
+
+    fn open(p: &Path) -> Replayer {
+        Replayer::open(ReplayConfig {
+            path: p.to_path_buf(),
+            order: Order::Strict,
+            timeout: Duration::from_secs(2),
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn next_of_run_takes_a_kind_in_order_past_other_kinds() {
+        let dir = tempfile::tempdir().unwrap();
+        let rp = open(&log(dir.path()));
+        let (a, b, c) = (rp.intern("a"), rp.intern("b"), rp.intern("c"));
+        let mut run = Vec::new();
+        rp.next_of_run(a, 3, &mut run).unwrap();
+        assert_eq!(run.iter().map(val).collect::<Vec<_>>(), vec![0, 1, 2]);
+        // b's events read past are still b's, in order.
+        run.clear();
+        rp.next_of_run(b, 10, &mut run).unwrap();
+        assert_eq!(run.iter().map(val).collect::<Vec<_>>(), vec![10, 11]);
+        run.clear();
+        rp.next_of_run(a, 10, &mut run).unwrap();
+        assert_eq!(run.iter().map(val).collect::<Vec<_>>(), vec![3, 4]);
+        assert_eq!(val(&rp.next_of(c, 0, Some(5)).unwrap()), 20);
+        // None left: the next call of the kind is reported at that call.
+        run.clear();
+        let d = rp.next_of_run(a, 10, &mut run).unwrap_err();
+        assert!(
+            matches!(d.kind, DivergenceKind::Exhausted { recorded: 5 }),
+            "{}",
+            d.render()
+        );
+        rp.finish().unwrap();
+    }
+
+    #[test]
+    fn unread_events_are_served_again_or_left_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let rp = open(&log(dir.path()));
+        let (a, b, c) = (rp.intern("a"), rp.intern("b"), rp.intern("c"));
+        let mut run = Vec::new();
+        rp.next_of_run(a, 10, &mut run).unwrap();
+        // Every a (b0, b1 and c read past into their stashes).
+        assert_eq!(run.iter().map(val).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+        // Two used; three go back and come out again in order.
+        rp.unread_of(a, run.split_off(2));
+        assert_eq!(val(&rp.next_of(a, 0, None).unwrap()), 2);
+        run.clear();
+        rp.next_of_run(b, 10, &mut run).unwrap();
+        rp.next_of(c, 0, Some(5)).unwrap();
+        // a3 and a4 unused at the end: left over, naming the first of them.
+        let d = rp.finish().unwrap_err();
+        assert!(
+            matches!(d.kind, DivergenceKind::Leftover { left: 2, total: 8 }),
+            "{}",
+            d.render()
+        );
+        assert_eq!(d.seq, 6);
+    }
+
+    #[test]
+    fn next_of_run_reads_past_at_most_max_other_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let rp = open(&log(dir.path()));
+        let b = rp.intern("b");
+        let mut run = Vec::new();
+        // b0 is after a0; b1 after a1: with max 1 only b0 is taken (one a stashed).
+        rp.next_of_run(b, 1, &mut run).unwrap();
+        assert_eq!(run.iter().map(val).collect::<Vec<_>>(), vec![10]);
+        run.clear();
+        rp.next_of_run(b, 2, &mut run).unwrap();
+        assert_eq!(run.iter().map(val).collect::<Vec<_>>(), vec![11]);
     }
 }

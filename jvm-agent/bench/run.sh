@@ -3,16 +3,19 @@
 #  - ns/call of a JIT-hot System.nanoTime / currentTimeMillis loop (NanoLoop.java, thread CPU
 #    time): bare, record, replay; median over REPEAT processes (each prints its median round);
 #  - bytes/event of the clock log (`replay info`);
-#  - start-up of a hello world: bare, agent off, record, replay; median of STARTS runs.
+#  - start-up of a hello world: bare, agent off, record, replay with the class cache warm
+#    (what every run after the first on a JDK sees), and record/replay with the cache off
+#    (`cache=off`: what the first run of a JDK pays); median of STARTS runs.
 # Usage: jvm-agent/bench/run.sh [agent.so] [replay-cli]   (defaults: $CARGO_TARGET_DIR or
-# target, release). Env: REPEAT (5), STARTS (21), CALLS (2000000), JDKS (17 and 25 if present).
+# target, release). Env: REPEAT (5), STARTS (21), CALLS (2000000), JDKS (17 and 25 if present),
+# LOOP=0 to measure start-up only.
 # The machine may be shared: medians, and the bare run is interleaved with the others.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tgt=${CARGO_TARGET_DIR:-target}
 agent=$(realpath "${1:-$tgt/release/libreplay.so}")
 cli=$(realpath "${2:-$tgt/release/replay}")
-REPEAT=${REPEAT:-5} STARTS=${STARTS:-21} CALLS=${CALLS:-2000000}
+REPEAT=${REPEAT:-5} STARTS=${STARTS:-21} CALLS=${CALLS:-2000000} LOOP=${LOOP:-1}
 JDKS=${JDKS:-"/usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/temurin-25-jdk-amd64"}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -26,25 +29,29 @@ for jdk in $JDKS; do
   [ -x "$jdk/bin/java" ] || continue
   j=$tmp/$(basename "$jdk"); mkdir -p "$j"
   "$jdk/bin/javac" -d "$j" jvm-agent/bench/NanoLoop.java "$tmp/Hello.java"
-  echo "== $(basename "$jdk"): JIT-hot loop, ns/call (median of $REPEAT processes, $CALLS calls/round)"
-  loop() { "$jdk/bin/java" "$@" -Dbench.clock=cpu -cp "$j" NanoLoop "$CALLS" 2>/dev/null; }
-  for r in $(seq "$REPEAT"); do
-    loop >>"$j/bare"
-    loop -agentpath:"$agent"=record,log="$j/n.replay" >>"$j/rec"
-    loop -agentpath:"$agent"=replay,log="$j/n.replay" >>"$j/rep"
-  done
-  for k in nanoTime currentTimeMillis; do
-    b=$(grep "^$k " "$j/bare" | cut -d' ' -f2 | median)
-    c=$(grep "^$k " "$j/rec" | cut -d' ' -f2 | median)
-    p=$(grep "^$k " "$j/rep" | cut -d' ' -f2 | median)
-    printf "  %-18s bare %5.1f  record %5.1f (%s)  replay %5.1f (%s)\n" "$k" "$b" "$c" "$(ratio "$c" "$b")" "$p" "$(ratio "$p" "$b")"
-  done
-  if [ -x "$cli" ]; then
-    "$cli" info "$j/n.replay" | awk '/^events:/{e=$2} /^size:/{s=$2} END{printf "  log: %d events in %d bytes = %.3f bytes/event\n", e, s, s/e}'
+  if [ "$LOOP" != 0 ]; then
+    echo "== $(basename "$jdk"): JIT-hot loop, ns/call (median of $REPEAT processes, $CALLS calls/round)"
+    loop() { "$jdk/bin/java" "$@" -Dbench.clock=cpu -cp "$j" NanoLoop "$CALLS" 2>/dev/null; }
+    for r in $(seq "$REPEAT"); do
+      loop >>"$j/bare"
+      loop -agentpath:"$agent"=record,log="$j/n.replay" >>"$j/rec"
+      loop -agentpath:"$agent"=replay,log="$j/n.replay" >>"$j/rep"
+    done
+    for k in nanoTime currentTimeMillis; do
+      b=$(grep "^$k " "$j/bare" | cut -d' ' -f2 | median)
+      c=$(grep "^$k " "$j/rec" | cut -d' ' -f2 | median)
+      p=$(grep "^$k " "$j/rep" | cut -d' ' -f2 | median)
+      printf "  %-18s bare %5.1f  record %5.1f (%s)  replay %5.1f (%s)\n" "$k" "$b" "$c" "$(ratio "$c" "$b")" "$p" "$(ratio "$p" "$b")"
+    done
+    if [ -x "$cli" ]; then
+      "$cli" info "$j/n.replay" | awk '/^events:/{e=$2} /^size:/{s=$2} END{printf "  log: %d events in %d bytes = %.3f bytes/event\n", e, s, s/e}'
+    fi
   fi
 
   echo "== $(basename "$jdk"): hello-world start-up, ms (median of $STARTS, interleaved)"
-  "$jdk/bin/java" -agentpath:"$agent"=record,log="$j/h.replay" -cp "$j" Hello >/dev/null
+  # A private class cache, warmed by this first run.
+  cache=$tmp/cache
+  "$jdk/bin/java" -agentpath:"$agent"=record,log="$j/h.replay",cache="$cache" -cp "$j" Hello >/dev/null
   one() {
     local s e
     s=$(date +%s%N); "$jdk/bin/java" "$@" -cp "$j" Hello >/dev/null 2>&1; e=$(date +%s%N)
@@ -53,9 +60,13 @@ for jdk in $JDKS; do
   for r in $(seq "$STARTS"); do
     one >>"$j/s-bare"
     one -agentpath:"$agent"=off >>"$j/s-off"
-    one -agentpath:"$agent"=record,log="$j/r.replay" >>"$j/s-rec"
-    one -agentpath:"$agent"=replay,log="$j/h.replay" >>"$j/s-rep"
+    one -agentpath:"$agent"=record,log="$j/r.replay",cache="$cache" >>"$j/s-rec"
+    one -agentpath:"$agent"=replay,log="$j/h.replay",cache="$cache" >>"$j/s-rep"
+    one -agentpath:"$agent"=record,log="$j/r.replay",cache=off >>"$j/s-rec-cold"
+    one -agentpath:"$agent"=replay,log="$j/h.replay",cache=off >>"$j/s-rep-cold"
   done
   b=$(median <"$j/s-bare"); o=$(median <"$j/s-off"); c=$(median <"$j/s-rec"); p=$(median <"$j/s-rep")
-  awk -v b="$b" -v o="$o" -v c="$c" -v p="$p" 'BEGIN{printf "  bare %.1f  off %.1f (+%.1f ms)  record %.1f (%.2fx)  replay %.1f (%.2fx)\n", b/10, o/10, (o-b)/10, c/10, c/b, p/10, p/b}'
+  cc=$(median <"$j/s-rec-cold"); pc=$(median <"$j/s-rep-cold")
+  awk -v b="$b" -v o="$o" -v c="$c" -v p="$p" 'BEGIN{printf "  bare %.1f  off %.1f (+%.1f ms)  record %.1f (%.2fx)  replay %.1f (%.2fx)   [class cache warm]\n", b/10, o/10, (o-b)/10, c/10, c/b, p/10, p/b}'
+  awk -v b="$b" -v c="$cc" -v p="$pc" 'BEGIN{printf "  cache off:  record %.1f (%.2fx)  replay %.1f (%.2fx)   [a JDK'"'"'s first run]\n", c/10, c/b, p/10, p/b}'
 done

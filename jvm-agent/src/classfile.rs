@@ -45,6 +45,8 @@ const UTF8: u8 = 1;
 const CLASS: u8 = 7;
 const METHODREF: u8 = 10;
 const NAME_AND_TYPE: u8 = 12;
+const METHOD_HANDLE: u8 = 15;
+const INVOKESTATIC: u8 = 0xb8;
 
 #[derive(Clone, Copy, Default)]
 struct Entry {
@@ -56,6 +58,13 @@ struct Entry {
 fn u16_at(b: &[u8], at: usize) -> Result<u16, ParseError> {
     match b.get(at..at + 2) {
         Some(s) => Ok(u16::from_be_bytes([s[0], s[1]])),
+        None => Err(ParseError::Truncated(at)),
+    }
+}
+
+fn u32_at(b: &[u8], at: usize) -> Result<u32, ParseError> {
+    match b.get(at..at + 4) {
+        Some(s) => Ok(u32::from_be_bytes([s[0], s[1], s[2], s[3]])),
         None => Err(ParseError::Truncated(at)),
     }
 }
@@ -145,6 +154,71 @@ impl<'a> Pool<'a> {
         }
         Ok(out)
     }
+}
+
+/// Whether every use of a target method in a class file is a call from `<clinit>`: then,
+/// once the class is initialized, its clock calls can never run again and the class need not
+/// be rewritten (`java.util.ImmutableCollections` seeds its SALT so). `Ok(false)` when a
+/// target is used elsewhere, by a MethodHandle constant (a lambda or bootstrap argument,
+/// callable at any time), or when no use was found at all (nothing to conclude from).
+///
+/// The code of the other methods is searched for the bytes of `invokestatic #target`
+/// anywhere, not instruction by instruction: an operand that happens to look like one only
+/// makes the answer `false`, which is always safe.
+pub fn targets_only_in_clinit(class: &[u8]) -> Result<bool, ParseError> {
+    if class.len() < 10 {
+        return Err(ParseError::Truncated(class.len()));
+    }
+    if class[0..4] != [0xCA, 0xFE, 0xBA, 0xBE] {
+        return Err(ParseError::BadMagic);
+    }
+    let pool = Pool::parse(class, 10, u16_at(class, 8)?)?;
+    let refs = pool.target_refs()?;
+    let targets: Vec<u16> = (1..pool.entries.len() as u16)
+        .filter(|&i| refs.contains(&(pool.entries[i as usize].off + 1)))
+        .collect();
+    if targets.is_empty() {
+        return Ok(false);
+    }
+    for e in pool.entries.iter().filter(|e| e.tag == METHOD_HANDLE) {
+        if targets.contains(&u16_at(class, e.off + 2)?) {
+            return Ok(false);
+        }
+    }
+    // access, this, super; interfaces; fields; methods (class file format, JVMS 4.1).
+    let mut p = pool.end + 6;
+    p += 2 + 2 * u16_at(class, p)? as usize;
+    let mut in_clinit = false;
+    for part in 0..2 {
+        let count = u16_at(class, p)?;
+        p += 2;
+        for _ in 0..count {
+            let name = pool.utf8(u16_at(class, p + 2)?)?;
+            let attributes = u16_at(class, p + 6)?;
+            p += 8;
+            for _ in 0..attributes {
+                let len = u32_at(class, p + 2)? as usize;
+                let body = class
+                    .get(p + 6..p + 6 + len)
+                    .ok_or(ParseError::Truncated(p))?;
+                if part == 1 && pool.utf8(u16_at(class, p)?)? == b"Code" {
+                    let code_len = u32_at(body, 4)? as usize;
+                    let code = body.get(8..8 + code_len).ok_or(ParseError::Truncated(p))?;
+                    let calls = code.windows(3).any(|w| {
+                        w[0] == INVOKESTATIC && targets.contains(&u16::from_be_bytes([w[1], w[2]]))
+                    });
+                    if calls && name != b"<clinit>" {
+                        return Ok(false);
+                    }
+                    in_clinit |= calls;
+                }
+                p += 6 + len;
+            }
+        }
+    }
+    // The class's own attributes follow: a file cut before them is not a class file.
+    u16_at(class, p)?;
+    Ok(in_clinit)
 }
 
 /// Whether a constant pool (as JVMTI `GetConstantPool` returns it: `count` and the entries'
@@ -356,6 +430,70 @@ mod tests {
         let mut cp = Cp::new();
         cp.push(6, &[0; 8], 1); // a Double claiming one slot: its second slot runs past the end
         assert!(rewrite(&cp.class_file(TAIL), "H").is_err());
+    }
+
+    /// A class with one field (with an attribute) and the given (method name, code) pairs.
+    fn with_methods(cp: &mut Cp, methods: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let v = cp.utf8("()V");
+        let code = cp.utf8("Code");
+        let cv = cp.utf8("ConstantValue");
+        let names: Vec<u16> = methods.iter().map(|(n, _)| cp.utf8(n)).collect();
+        let u16s = |v: &[u16]| v.iter().flat_map(|x| x.to_be_bytes()).collect::<Vec<u8>>();
+        // access, this, super, no interfaces; one field `x` with a ConstantValue attribute.
+        let mut t = u16s(&[0x21, 0, 0, 0, 1, 0x8, names[0], v, 1, cv]);
+        t.extend_from_slice(&2u32.to_be_bytes());
+        t.extend_from_slice(&[0, 1]);
+        t.extend_from_slice(&(methods.len() as u16).to_be_bytes());
+        for ((_, body), &n) in methods.iter().zip(&names) {
+            t.extend(u16s(&[0x8, n, v, 1, code]));
+            t.extend_from_slice(&(12 + body.len() as u32).to_be_bytes());
+            t.extend(u16s(&[2, 0]));
+            t.extend_from_slice(&(body.len() as u32).to_be_bytes());
+            t.extend_from_slice(body);
+            t.extend(u16s(&[0, 0])); // no exception table, no attributes
+        }
+        t.extend(u16s(&[0]));
+        cp.class_file(&t)
+    }
+
+    fn call(m: u16) -> Vec<u8> {
+        let [hi, lo] = m.to_be_bytes();
+        vec![0xb8, hi, lo, 0x58, 0xb1] // invokestatic, pop2, return
+    }
+
+    #[test]
+    fn clock_calls_in_clinit_only_are_told_apart_from_calls_elsewhere() {
+        let mut cp = Cp::new();
+        let sys = cp.class("java/lang/System");
+        let nano = cp.method(sys, "nanoTime", "()J");
+        let other = cp.method(sys, "identityHashCode", "(Ljava/lang/Object;)I");
+        let base = cp.bytes.len();
+        let only = with_methods(&mut cp, &[("<clinit>", call(nano)), ("f", call(other))]);
+        assert_eq!(targets_only_in_clinit(&only), Ok(true));
+        // The same call in another method, with or without the one in <clinit>.
+        cp.bytes.truncate(base);
+        cp.next = other + 1;
+        let both = with_methods(&mut cp, &[("<clinit>", call(nano)), ("f", call(nano))]);
+        assert_eq!(targets_only_in_clinit(&both), Ok(false));
+        cp.bytes.truncate(base);
+        cp.next = other + 1;
+        let elsewhere = with_methods(&mut cp, &[("<clinit>", vec![0xb1]), ("run", call(nano))]);
+        assert_eq!(targets_only_in_clinit(&elsewhere), Ok(false));
+        // No call found: nothing to conclude.
+        cp.bytes.truncate(base);
+        cp.next = other + 1;
+        let none = with_methods(&mut cp, &[("<clinit>", call(other))]);
+        assert_eq!(targets_only_in_clinit(&none), Ok(false));
+        // A MethodHandle to the target (a `System::nanoTime` lambda) may run any time.
+        cp.bytes.truncate(base);
+        cp.next = other + 1;
+        cp.push(15, &[6, 0, nano as u8], 1);
+        let handle = with_methods(&mut cp, &[("<clinit>", call(nano))]);
+        assert_eq!(targets_only_in_clinit(&handle), Ok(false));
+        // Every truncation is an error or a safe answer, never a panic.
+        for n in 0..only.len() {
+            assert_ne!(targets_only_in_clinit(&only[..n]), Ok(true), "at {n}");
+        }
     }
 
     #[test]

@@ -23,7 +23,7 @@
 //! no Cleaner is registered and `close` has nothing to close) and tags it; its reads copy the
 //! recorded bytes. A recorded exception is thrown again, same class and message.
 
-use crate::{agent, clear_exception, guarded, java_stack, Agent};
+use crate::{agent, clear_exception, fsmeta, guarded, java_stack, nio, Agent};
 use jni::objects::{JByteArray, JClass, JObject, JString, JThrowable};
 use jni::signature::{Primitive, ReturnType};
 use jni::sys::{
@@ -36,35 +36,73 @@ use replay_core::{Payload, PayloadRef};
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, AtomicPtr, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 const FIS: &[&str] = &["Ljava/io/FileInputStream;"];
+const RAF: &[&str] = &["Ljava/io/RandomAccessFile;"];
+const UFS: &[&str] = &["Ljava/io/UnixFileSystem;"];
+const UND: &[&str] = &["Lsun/nio/fs/UnixNativeDispatcher;"];
 /// Where FileChannel's reads land (JDK 17; JDK 21 and later moved them to the Unix class).
 const DISPATCHER: &[&str] = &[
     "Lsun/nio/ch/FileDispatcherImpl;",
     "Lsun/nio/ch/UnixFileDispatcherImpl;",
 ];
 
-/// The wrapped natives, in kind order: (declaring classes, name, descriptor).
-const NATIVES: [(&[&str], &str, &str); 12] = [
-    (FIS, "open0", "(Ljava/lang/String;)V"),
-    (FIS, "read0", "()I"),
-    (FIS, "readBytes", "([BII)I"),
-    (FIS, "available0", "()I"),
-    (FIS, "skip0", "(J)J"),
-    (FIS, "length0", "()J"),
-    (FIS, "position0", "()J"),
-    (FIS, "isRegularFile0", "(Ljava/io/FileDescriptor;)Z"),
+/// Number of wrapped natives.
+pub const COUNT: usize = 27;
+
+/// The wrapped natives, in kind order: (declaring classes, names on JDK 17 / later JDKs,
+/// descriptor).
+const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
+    (FIS, &["open0"], "(Ljava/lang/String;)V"),
+    (FIS, &["read0"], "()I"),
+    (FIS, &["readBytes"], "([BII)I"),
+    (FIS, &["available0"], "()I"),
+    (FIS, &["skip0"], "(J)J"),
+    (FIS, &["length0"], "()J"),
+    (FIS, &["position0"], "()J"),
+    (FIS, &["isRegularFile0"], "(Ljava/io/FileDescriptor;)Z"),
     // A FileInputStream's channel (`getChannel`, which `Scanner(File)` reads through) shares
     // its FileDescriptor: the descriptor carries the stream's tag too.
-    (DISPATCHER, "read0", "(Ljava/io/FileDescriptor;JI)I"),
-    (DISPATCHER, "pread0", "(Ljava/io/FileDescriptor;JIJ)I"),
-    (DISPATCHER, "size0", "(Ljava/io/FileDescriptor;)J"),
-    (DISPATCHER, "seek0", "(Ljava/io/FileDescriptor;J)J"),
+    (DISPATCHER, &["read0"], "(Ljava/io/FileDescriptor;JI)I"),
+    (DISPATCHER, &["pread0"], "(Ljava/io/FileDescriptor;JIJ)I"),
+    (DISPATCHER, &["size0"], "(Ljava/io/FileDescriptor;)J"),
+    (DISPATCHER, &["seek0"], "(Ljava/io/FileDescriptor;J)J"),
+    // RandomAccessFile: the same scheme as FileInputStream (tagged object and descriptor).
+    // JDK 21 and later renamed `readBytes` and `length` with a trailing 0.
+    (RAF, &["open0"], "(Ljava/lang/String;I)V"),
+    (RAF, &["read0"], "()I"),
+    (RAF, &["readBytes", "readBytes0"], "([BII)I"),
+    (RAF, &["getFilePointer"], "()J"),
+    (RAF, &["seek0"], "(J)V"),
+    (RAF, &["length", "length0"], "()J"),
+    // java.io.File's metadata (exists, isFile, isDirectory, canRead, length, lastModified,
+    // list, listFiles), src/fsmeta.rs. JDK 21 and later renamed most with a trailing 0.
+    (UFS, &["getBooleanAttributes0"], "(Ljava/io/File;)I"),
+    (UFS, &["checkAccess", "checkAccess0"], "(Ljava/io/File;I)Z"),
+    (
+        UFS,
+        &["getLastModifiedTime", "getLastModifiedTime0"],
+        "(Ljava/io/File;)J",
+    ),
+    (UFS, &["getLength", "getLength0"], "(Ljava/io/File;)J"),
+    (
+        UFS,
+        &["list", "list0"],
+        "(Ljava/io/File;)[Ljava/lang/String;",
+    ),
+    // NIO opens (`Files.readAllBytes`, `newByteChannel`, `FileChannel.open`, ...), src/nio.rs:
+    // a read-only open is an event; its descriptor number goes into a table that the
+    // dispatcher wrappers above consult, and the three closes take it out again (they are
+    // bookkeeping, never events).
+    (UND, &["open0"], "(JII)I"),
+    (UND, &["close0"], "(I)V"),
+    (&["Ljava/io/FileDescriptor;"], &["close0"], "()V"),
+    (&["Ljava/io/FileCleanable;"], &["cleanupClose0"], "(IJ)V"),
 ];
 
 /// Kind names, indexed like [`NATIVES`].
-pub const KINDS: [&str; 12] = [
+pub const KINDS: [&str; COUNT] = [
     "java.io.FileInputStream.open",
     "java.io.FileInputStream.read",
     "java.io.FileInputStream.readBytes",
@@ -77,6 +115,21 @@ pub const KINDS: [&str; 12] = [
     "sun.nio.ch.FileDispatcher.pread",
     "sun.nio.ch.FileDispatcher.size",
     "sun.nio.ch.FileDispatcher.seek",
+    "java.io.RandomAccessFile.open",
+    "java.io.RandomAccessFile.read",
+    "java.io.RandomAccessFile.readBytes",
+    "java.io.RandomAccessFile.getFilePointer",
+    "java.io.RandomAccessFile.seek",
+    "java.io.RandomAccessFile.length",
+    "java.io.UnixFileSystem.getBooleanAttributes",
+    "java.io.UnixFileSystem.checkAccess",
+    "java.io.UnixFileSystem.getLastModifiedTime",
+    "java.io.UnixFileSystem.getLength",
+    "java.io.UnixFileSystem.list",
+    "sun.nio.fs.UnixNativeDispatcher.open",
+    "sun.nio.fs.UnixNativeDispatcher.close",
+    "java.io.FileDescriptor.close",
+    "java.io.FileCleanable.cleanupClose",
 ];
 const OPEN: usize = 0;
 const READ: usize = 1;
@@ -90,14 +143,32 @@ const NIO_READ: usize = 8;
 const NIO_PREAD: usize = 9;
 const NIO_SIZE: usize = 10;
 const NIO_SEEK: usize = 11;
+const RAF_OPEN: usize = 12;
+const RAF_READ: usize = 13;
+const RAF_READ_BYTES: usize = 14;
+const RAF_POINTER: usize = 15;
+const RAF_SEEK: usize = 16;
+const RAF_LENGTH: usize = 17;
+pub(crate) const META_ATTRS: usize = 18;
+pub(crate) const META_ACCESS: usize = 19;
+pub(crate) const META_MTIME: usize = 20;
+pub(crate) const META_LENGTH: usize = 21;
+pub(crate) const META_LIST: usize = 22;
+pub(crate) const NIO_OPEN: usize = 23;
+pub(crate) const NIO_CLOSE: usize = 24;
+pub(crate) const FD_CLOSE: usize = 25;
+pub(crate) const CLEANUP_CLOSE: usize = 26;
+/// `RandomAccessFile`'s mode bit for "r": only read-only opens are events (a file opened for
+/// writing must really be open in replay, so it stays live).
+const RAF_O_RDONLY: jint = 1;
 
 /// The JVM's own implementations, saved when it bound them.
-static ORIG: [AtomicPtr<c_void>; 12] = [const { AtomicPtr::new(std::ptr::null_mut()) }; 12];
+static ORIG: [AtomicPtr<c_void>; COUNT] = [const { AtomicPtr::new(std::ptr::null_mut()) }; COUNT];
 /// `ReplayHooks.fileEvent()Z`, set at VMInit once the hook class runs: until then no call is
 /// an event.
 pub static FILE_EVENT: OnceLock<jni::objects::JStaticMethodID> = OnceLock::new();
 /// Numbers of recorded streams (the JVMTI tag; 0 means "not an event stream").
-static NEXT_STREAM: AtomicI64 = AtomicI64::new(1);
+pub(crate) static NEXT_STREAM: AtomicI64 = AtomicI64::new(1);
 
 type OpenFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jstring);
 type IntFn = unsafe extern "system" fn(*mut RawJniEnv, jobject) -> jint;
@@ -110,6 +181,8 @@ type NioPreadFn =
     unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlong, jint, jlong) -> jint;
 type NioSizeFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject) -> jlong;
 type NioSeekFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlong) -> jlong;
+type RafOpenFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jstring, jint);
+type RafSeekFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jlong);
 
 fn wrapper(i: usize) -> *mut c_void {
     match i {
@@ -124,7 +197,22 @@ fn wrapper(i: usize) -> *mut c_void {
         NIO_READ => nio_read0 as NioReadFn as *mut c_void,
         NIO_PREAD => nio_pread0 as NioPreadFn as *mut c_void,
         NIO_SIZE => nio_size0 as NioSizeFn as *mut c_void,
-        _ => nio_seek0 as NioSeekFn as *mut c_void,
+        NIO_SEEK => nio_seek0 as NioSeekFn as *mut c_void,
+        RAF_OPEN => raf_open0 as RafOpenFn as *mut c_void,
+        RAF_READ => raf_read0 as IntFn as *mut c_void,
+        RAF_READ_BYTES => raf_read_bytes as BytesFn as *mut c_void,
+        RAF_POINTER => raf_pointer as LongFn as *mut c_void,
+        RAF_SEEK => raf_seek0 as RafSeekFn as *mut c_void,
+        RAF_LENGTH => raf_length as LongFn as *mut c_void,
+        META_ATTRS => fsmeta::attributes as fsmeta::IntFn as *mut c_void,
+        META_ACCESS => fsmeta::access as fsmeta::AccessFn as *mut c_void,
+        META_MTIME => fsmeta::mtime as fsmeta::LongFn as *mut c_void,
+        META_LENGTH => fsmeta::length as fsmeta::LongFn as *mut c_void,
+        META_LIST => fsmeta::list as fsmeta::ListFn as *mut c_void,
+        NIO_OPEN => nio::open0 as nio::OpenFn as *mut c_void,
+        NIO_CLOSE => nio::close0 as nio::CloseFn as *mut c_void,
+        FD_CLOSE => nio::fd_close0 as nio::FdCloseFn as *mut c_void,
+        _ => nio::cleanup_close0 as nio::CleanupFn as *mut c_void,
     }
 }
 
@@ -133,7 +221,7 @@ fn wrapper(i: usize) -> *mut c_void {
 /// # Safety
 /// `F` must be the C signature of `NATIVES[i]`; only called from its wrapper, which the JVM
 /// calls only after the bind event stored the original.
-unsafe fn orig<F: Copy>(i: usize) -> F {
+pub(crate) unsafe fn orig<F: Copy>(i: usize) -> F {
     let p = ORIG[i].load(Ordering::Acquire);
     std::mem::transmute_copy::<*mut c_void, F>(&p)
 }
@@ -158,12 +246,14 @@ pub unsafe extern "C" fn on_native_bind(
         // Fails in the primordial phase (method names are not available yet): FileInputStream
         // is not bound that early.
         let Ok((owner, name, sig)) = a.jvmti.method_names(jni, method) else {
+            // Primordial phase: `java.io.UnixFileSystem.getBooleanAttributes0` and others
+            // are bound that early (during the JDK's own start-up). Kept for `bind_early`.
+            if let Ok(mut v) = EARLY.lock() {
+                v.push((method as usize, address as usize));
+            }
             return;
         };
-        if let Some(i) = NATIVES
-            .iter()
-            .position(|(o, n, s)| *n == name && *s == sig && o.contains(&owner.as_str()))
-        {
+        if let Some(i) = index_of(&owner, &name, &sig) {
             // A rebind of our own wrapper (RegisterNatives again) must not lose the original.
             if address != wrapper(i) {
                 ORIG[i].store(address, Ordering::Release);
@@ -173,10 +263,57 @@ pub unsafe extern "C" fn on_native_bind(
     })
 }
 
+fn index_of(owner: &str, name: &str, sig: &str) -> Option<usize> {
+    NATIVES
+        .iter()
+        .position(|(o, n, s)| n.contains(&name) && *s == sig && o.contains(&owner))
+}
+
+/// Natives bound before their names could be read: (jmethodID, the JVM's address).
+static EARLY: Mutex<Vec<(usize, usize)>> = Mutex::new(Vec::new());
+
+/// At VMInit, before any call may be an event: makes the JVM bind again each native of the
+/// table that it bound in the primordial phase (the bind event could not name it then).
+/// `UnregisterNatives` on its class unbinds all of that class's natives; the next call of each
+/// looks it up by name again (as at a first call), and that bind event wraps it. (Binding our
+/// wrapper with `RegisterNatives` from here makes the JVM warn on stdout about a platform
+/// native re-registered from another class loader: there is no Java caller at VMInit.)
+pub fn bind_early(env: &mut JNIEnv) {
+    let Some(a) = agent() else { return };
+    let early = match EARLY.lock() {
+        Ok(mut v) => std::mem::take(&mut *v),
+        Err(_) => return,
+    };
+    let mut classes: Vec<String> = Vec::new();
+    for (method, _) in early {
+        let Ok((owner, name, sig)) = a.jvmti.method_names(env.get_raw(), method as jmethodID)
+        else {
+            continue;
+        };
+        if index_of(&owner, &name, &sig).is_some() && !classes.contains(&owner) {
+            classes.push(owner);
+        }
+    }
+    for owner in classes {
+        let Some(class_name) = owner.strip_prefix('L').and_then(|o| o.strip_suffix(';')) else {
+            continue;
+        };
+        let done = env.find_class(class_name).and_then(|class| {
+            let r = env.unregister_native_methods(&class);
+            let _ = env.delete_local_ref(class);
+            r
+        });
+        if done.is_err() {
+            clear_exception(env);
+            eprintln!("replay: warning: cannot hook the natives of {class_name}: they run live");
+        }
+    }
+}
+
 /// Runs a wrapped call: `hooked` gets the live call and returns `Some(result)` when it
 /// handled the call (recorded or replayed it), `None` to run it live. A panic (an internal
 /// error, which disables the agent) never runs the live call twice.
-fn run<R: Copy>(
+pub(crate) fn run<R: Copy>(
     what: &str,
     live: impl Fn() -> R,
     hooked: impl FnOnce(&dyn Fn() -> R) -> Option<R>,
@@ -194,13 +331,13 @@ fn run<R: Copy>(
 }
 
 /// This thread's way into the hooks for one event call: `None` when the call is not an event.
-struct Call<'l> {
-    a: &'static Agent,
-    env: JNIEnv<'l>,
+pub(crate) struct Call<'l> {
+    pub a: &'static Agent,
+    pub env: JNIEnv<'l>,
     _guard: HookGuard,
 }
 
-fn begin<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
+pub(crate) fn begin<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
     let a = agent()?;
     let helper = *FILE_EVENT.get()?;
     // Nested (inside another hook, or the helper's own class loading below): live.
@@ -231,7 +368,7 @@ fn begin<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
 }
 
 /// The pending exception, as `class\nmessage` (no `\n` without a message), left pending.
-fn pending_exception(env: &mut JNIEnv) -> Option<Vec<u8>> {
+pub(crate) fn pending_exception(env: &mut JNIEnv) -> Option<Vec<u8>> {
     if !env.exception_check().unwrap_or(false) {
         return None;
     }
@@ -270,7 +407,7 @@ fn describe(env: &mut JNIEnv, ex: &JThrowable) -> Option<Vec<u8>> {
 
 /// Throws what [`pending_exception`] recorded: same class (IOException if it cannot be
 /// found) and message.
-fn throw_recorded(env: &mut JNIEnv, data: &[u8]) {
+pub(crate) fn throw_recorded(env: &mut JNIEnv, data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let (class, msg) = match text.split_once('\n') {
         Some((c, m)) => (c, Some(m)),
@@ -302,14 +439,16 @@ fn throw_recorded(env: &mut JNIEnv, data: &[u8]) {
     }
 }
 
-struct Outcome {
-    ret: i64,
-    thrown: bool,
-    data: Option<Vec<u8>>,
+pub(crate) struct Outcome {
+    pub ret: i64,
+    pub thrown: bool,
+    /// The recorded errno (non-zero when the call threw).
+    pub errno: i64,
+    pub data: Option<Vec<u8>>,
 }
 
 /// Replays one call of kind `i`; `None` means run it live (no event, or policy said live).
-fn replay_one(c: &mut Call, i: usize, digest: u64) -> Option<Outcome> {
+pub(crate) fn replay_one(c: &mut Call, i: usize, digest: u64) -> Option<Outcome> {
     let env = std::cell::RefCell::new(&mut c.env);
     let stack = || java_stack(c.a, &mut env.borrow_mut());
     match c.a.core.replay(c.a.files[i], 0, Some(digest), &stack) {
@@ -317,6 +456,7 @@ fn replay_one(c: &mut Call, i: usize, digest: u64) -> Option<Outcome> {
             Payload::Ret { ret, errno, data } => Some(Outcome {
                 ret,
                 thrown: errno != 0,
+                errno: errno as i64,
                 data,
             }),
             other => {
@@ -335,7 +475,7 @@ fn replay_one(c: &mut Call, i: usize, digest: u64) -> Option<Outcome> {
     }
 }
 
-fn record_one(
+pub(crate) fn record_one(
     a: &Agent,
     i: usize,
     digest: u64,
@@ -363,14 +503,30 @@ fn stream_digest(stream: jlong, arg: i64) -> u64 {
 }
 
 /// Class files and jars are read by class loading, which must stay live.
-fn is_class_path(path: &str) -> bool {
+pub(crate) fn is_class_path(path: &str) -> bool {
     path.ends_with(".class") || path.ends_with(".jar") || path.ends_with(".jmod")
 }
 
 unsafe extern "system" fn open0(raw: *mut RawJniEnv, this: jobject, path: jstring) {
     // SAFETY (all the `orig` calls): the saved original of this very native.
     let live = || unsafe { orig::<OpenFn>(OPEN)(raw, this, path) };
-    run("FileInputStream.open0", live, |call| {
+    open_stream(raw, this, path, OPEN, live)
+}
+
+unsafe extern "system" fn raf_open0(raw: *mut RawJniEnv, this: jobject, path: jstring, mode: jint) {
+    let live = || unsafe { orig::<RafOpenFn>(RAF_OPEN)(raw, this, path, mode) };
+    if mode != RAF_O_RDONLY {
+        // Opened for writing: the file must really be open in replay too, so this stays live
+        // (and its reads with it: the object is never tagged).
+        return live();
+    }
+    open_stream(raw, this, path, RAF_OPEN, live)
+}
+
+/// An open of a FileInputStream or RandomAccessFile (`i`): its input digest is the path, its
+/// payload the stream's number or the exception.
+fn open_stream(raw: *mut RawJniEnv, this: jobject, path: jstring, i: usize, live: impl Fn()) {
+    run(KINDS[i], live, |call| {
         agent()?;
         FILE_EVENT.get()?;
         // SAFETY: the thread's JNIEnv; `path` is the call's argument (a local reference).
@@ -389,18 +545,18 @@ unsafe extern "system" fn open0(raw: *mut RawJniEnv, this: jobject, path: jstrin
             Session::Record(_) => {
                 call();
                 match pending_exception(&mut c.env) {
-                    Some(ex) => record_one(c.a, OPEN, digest, -1, Some(&ex), None),
+                    Some(ex) => record_one(c.a, i, digest, -1, Some(&ex), None),
                     None => {
                         let id = NEXT_STREAM.fetch_add(1, Ordering::Relaxed);
                         // An untagged stream is simply live; recording the open still holds.
                         tag_stream(&mut c, this, id);
-                        record_one(c.a, OPEN, digest, id, None, None);
+                        record_one(c.a, i, digest, id, None, None);
                     }
                 }
                 Some(())
             }
             Session::Replay(_) => {
-                let o = replay_one(&mut c, OPEN, digest)?;
+                let o = replay_one(&mut c, i, digest)?;
                 if o.thrown {
                     throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                 } else {
@@ -444,6 +600,17 @@ fn tag_stream(c: &mut Call, this: jobject, id: jlong) -> bool {
     true
 }
 
+/// The stream's number if call `i` on `this` is an event: its tag, or for a dispatcher call
+/// the number of the NIO open that gave the FileDescriptor its descriptor.
+fn stream_for(raw: *mut RawJniEnv, this: jobject, i: usize) -> Option<jlong> {
+    stream_of(this).or_else(|| {
+        (NIO_READ..=NIO_SEEK)
+            .contains(&i)
+            .then(|| nio::stream_of_descriptor(raw, this))
+            .flatten()
+    })
+}
+
 /// The stream's number if calls on it are events.
 fn stream_of(this: jobject) -> Option<jlong> {
     let a = agent()?;
@@ -453,8 +620,8 @@ fn stream_of(this: jobject) -> Option<jlong> {
 /// One call on a stream returning a number (read0, available0, skip0, length0, position0,
 /// isRegularFile0): the number, or the exception, is the payload.
 fn scalar(raw: *mut RawJniEnv, this: jobject, i: usize, arg: i64, live: impl Fn() -> i64) -> i64 {
-    run(NATIVES[i].1, live, |call| {
-        let stream = stream_of(this)?;
+    run(KINDS[i], live, |call| {
+        let stream = stream_for(raw, this, i)?;
         let mut c = begin(raw)?;
         let digest = stream_digest(stream, arg);
         match &c.a.core.session {
@@ -517,7 +684,21 @@ unsafe extern "system" fn read_bytes(
     len: jint,
 ) -> jint {
     let live = || unsafe { orig::<BytesFn>(READ_BYTES)(raw, this, b, off, len) };
-    run("FileInputStream.readBytes", live, |call| {
+    stream_read(raw, this, READ_BYTES, b, off, len, live)
+}
+
+/// A stream's `readBytes` (`i`: FileInputStream's or RandomAccessFile's): count and bytes read
+/// into `b[off..]`, or the exception, are the payload.
+fn stream_read(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    i: usize,
+    b: jbyteArray,
+    off: jint,
+    len: jint,
+    live: impl Fn() -> jint,
+) -> jint {
+    run(KINDS[i], live, |call| {
         let stream = stream_of(this)?;
         let mut c = begin(raw)?;
         let digest = stream_digest(stream, len as i64);
@@ -527,22 +708,22 @@ unsafe extern "system" fn read_bytes(
             Session::Record(_) => {
                 let n = call();
                 if let Some(ex) = pending_exception(&mut c.env) {
-                    record_one(c.a, READ_BYTES, digest, -1, Some(&ex), None);
+                    record_one(c.a, i, digest, -1, Some(&ex), None);
                     return Some(n);
                 }
                 let mut buf = vec![0i8; n.max(0) as usize];
                 if n > 0 && c.env.get_byte_array_region(&arr, off, &mut buf).is_err() {
                     clear_exception(&mut c.env);
                     // The read happened but its bytes cannot be seen: stop recording.
-                    crate::internal_error(Some(&mut c.env), "cannot read a FileInputStream buffer");
+                    crate::internal_error(Some(&mut c.env), "cannot read a file stream's buffer");
                     return Some(n);
                 }
                 let bytes: Vec<u8> = buf.iter().map(|&x| x as u8).collect();
-                record_one(c.a, READ_BYTES, digest, n as i64, None, Some(&bytes));
+                record_one(c.a, i, digest, n as i64, None, Some(&bytes));
                 Some(n)
             }
             Session::Replay(_) => {
-                let o = replay_one(&mut c, READ_BYTES, digest)?;
+                let o = replay_one(&mut c, i, digest)?;
                 if o.thrown {
                     throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                     return Some(-1);
@@ -553,7 +734,7 @@ unsafe extern "system" fn read_bytes(
                     if n as usize != data.len() || n > len as i64 {
                         crate::internal_error(
                             Some(&mut c.env),
-                            "a recorded FileInputStream read does not fit the buffer",
+                            "a recorded file stream read does not fit the buffer",
                         );
                         return None;
                     }
@@ -582,8 +763,8 @@ fn nio_read(
     arg: i64,
     live: impl Fn() -> jint,
 ) -> jint {
-    run(NATIVES[i].1, live, |call| {
-        let stream = stream_of(fd)?;
+    run(KINDS[i], live, |call| {
+        let stream = stream_for(raw, fd, i)?;
         let mut c = begin(raw)?;
         let digest = stream_digest(stream, arg);
         match &c.a.core.session {
@@ -663,6 +844,44 @@ unsafe extern "system" fn nio_seek0(
     scalar(raw, fd, NIO_SEEK, offset, live)
 }
 
+// RandomAccessFile (opened "r"): the tagged object's calls, like FileInputStream's. Replay
+// never touches the file: the file pointer and length are the recorded ones.
+
+unsafe extern "system" fn raf_read0(raw: *mut RawJniEnv, this: jobject) -> jint {
+    let live = || unsafe { orig::<IntFn>(RAF_READ)(raw, this) } as i64;
+    scalar(raw, this, RAF_READ, 0, live) as jint
+}
+
+unsafe extern "system" fn raf_read_bytes(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    b: jbyteArray,
+    off: jint,
+    len: jint,
+) -> jint {
+    let live = || unsafe { orig::<BytesFn>(RAF_READ_BYTES)(raw, this, b, off, len) };
+    stream_read(raw, this, RAF_READ_BYTES, b, off, len, live)
+}
+
+unsafe extern "system" fn raf_pointer(raw: *mut RawJniEnv, this: jobject) -> jlong {
+    let live = || unsafe { orig::<LongFn>(RAF_POINTER)(raw, this) };
+    scalar(raw, this, RAF_POINTER, 0, live)
+}
+
+unsafe extern "system" fn raf_seek0(raw: *mut RawJniEnv, this: jobject, pos: jlong) {
+    let live = || {
+        unsafe { orig::<RafSeekFn>(RAF_SEEK)(raw, this, pos) };
+        0
+    };
+    // The position is the digest's argument: seeking elsewhere is another call.
+    scalar(raw, this, RAF_SEEK, pos, live);
+}
+
+unsafe extern "system" fn raf_length(raw: *mut RawJniEnv, this: jobject) -> jlong {
+    let live = || unsafe { orig::<LongFn>(RAF_LENGTH)(raw, this) };
+    scalar(raw, this, RAF_LENGTH, 0, live)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -670,7 +889,8 @@ mod tests {
     #[test]
     fn natives_and_kinds_line_up() {
         assert_eq!(NATIVES.len(), KINDS.len());
-        for (i, (_, n, _)) in NATIVES.iter().enumerate() {
+        for (i, (_, names, _)) in NATIVES.iter().enumerate() {
+            let n = names[0];
             let short = n.trim_end_matches('0').trim_end_matches("Bytes");
             let k = KINDS[i].rsplit('.').next().unwrap();
             assert_eq!(k.trim_end_matches("Bytes"), short, "{n}");

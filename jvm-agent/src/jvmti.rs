@@ -39,6 +39,8 @@ const F_IS_MODIFIABLE_CLASS: usize = 45;
 const F_ALLOCATE: usize = 46;
 const F_DEALLOCATE: usize = 47;
 const F_GET_CLASS_SIGNATURE: usize = 48;
+const F_GET_CLASS_STATUS: usize = 49;
+const F_GET_CLASS_LOADER: usize = 57;
 const F_GET_METHOD_NAME: usize = 64;
 const F_GET_METHOD_DECLARING_CLASS: usize = 65;
 const F_GET_TAG: usize = 106;
@@ -318,6 +320,44 @@ impl Jvmti {
             self.deallocate(sig as *mut c_uchar);
             Ok(s)
         }
+    }
+
+    /// Whether the class is initialized (its `<clinit>` has run to completion).
+    pub fn is_initialized(&self, class: jclass) -> Result<bool, Error> {
+        type F = unsafe extern "C" fn(RawEnv, jclass, *mut jint) -> c_int;
+        const JVMTI_CLASS_STATUS_INITIALIZED: jint = 4;
+        let mut status: jint = 0;
+        // SAFETY: valid env and class reference.
+        unsafe {
+            check(
+                "GetClassStatus",
+                slot!(self, F_GET_CLASS_STATUS, F)(self.0, class, &mut status),
+            )?
+        };
+        Ok(status & JVMTI_CLASS_STATUS_INITIALIZED != 0)
+    }
+
+    /// Whether the class was defined by the boot loader (GetClassLoader gives null). A
+    /// non-null loader reference is a local reference of the calling frame and is freed.
+    pub fn is_boot_class(&self, jni: *mut JNIEnv, class: jclass) -> Result<bool, Error> {
+        type F = unsafe extern "C" fn(RawEnv, jclass, *mut jobject) -> c_int;
+        let mut loader: jobject = ptr::null_mut();
+        // SAFETY: valid env and class reference; `jni` is the calling thread's env or null.
+        unsafe {
+            check(
+                "GetClassLoader",
+                slot!(self, F_GET_CLASS_LOADER, F)(self.0, class, &mut loader),
+            )?;
+            if loader.is_null() {
+                return Ok(true);
+            }
+            if !jni.is_null() {
+                if let Some(del) = (**jni).DeleteLocalRef {
+                    del(jni, loader);
+                }
+            }
+        }
+        Ok(false)
     }
 
     /// The class's constant pool in class-file format: (entry count, bytes).

@@ -21,9 +21,12 @@
 //! prints one line and the program runs on un-hooked in record mode; in replay an internal
 //! error stops the program (it could only run on with wrong values).
 
+mod cache;
 mod classfile;
 mod fileio;
+mod fsmeta;
 mod jvmti;
+mod nio;
 
 use jni::objects::{GlobalRef, JClass, JLongArray, JObject, JString};
 use jni::sys::{jclass, jint, jlong, jlongArray, jobject, JNIEnv as RawJniEnv, JavaVM};
@@ -63,6 +66,8 @@ struct Agent {
     files: [u32; fileio::KINDS.len()],
     /// The hook class, once defined at VMStart. Until then no class is rewritten.
     hooks: OnceLock<GlobalRef>,
+    /// Where the class cache lives (`cache=`), see [`cache`].
+    cache: cache::Setting,
     disabled: AtomicBool,
     bad_payload: AtomicBool,
 }
@@ -87,7 +92,8 @@ pub fn parse_options(s: &str) -> Result<(Options, Vec<String>), String> {
     let unknown = o.parse_list(s).map_err(|e| e.to_string())?;
     let mut warnings: Vec<String> = unknown
         .into_iter()
-        .map(|(k, _)| format!("replay: unknown option '{k}' ignored (options: record|replay|off, log, policy, order, strict, relaxed, sync, flush, timeout)"))
+        .filter(|(k, _)| k != "cache") // the agent's own, see cache_option
+        .map(|(k, _)| format!("replay: unknown option '{k}' ignored (options: record|replay|off, log, policy, order, strict, relaxed, sync, flush, timeout, cache)"))
         .collect();
     if o.mode == Mode::Off
         && !s
@@ -97,6 +103,21 @@ pub fn parse_options(s: &str) -> Result<(Options, Vec<String>), String> {
         warnings.push("replay: no mode given (record, replay or off): the agent is off".into());
     }
     Ok((o, warnings))
+}
+
+/// The agent's own `cache=off|on|DIR` option (the last one given wins); see [`cache`].
+pub fn cache_option(s: &str) -> Result<cache::Setting, String> {
+    let mut setting = cache::Setting::Default;
+    for item in s.split(',').map(str::trim) {
+        let (k, v) = match item.split_once('=') {
+            Some((k, v)) => (k, Some(v)),
+            None => (item, None),
+        };
+        if k == "cache" {
+            setting = cache::Setting::parse(v)?;
+        }
+    }
+    Ok(setting)
 }
 
 fn agent() -> Option<&'static Agent> {
@@ -188,6 +209,7 @@ pub unsafe extern "C" fn Agent_OnLoad(
 
 unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
     let (opts, warnings) = parse_options(text)?;
+    let cache = cache_option(text)?;
     for w in warnings {
         eprintln!("{w}");
     }
@@ -217,6 +239,7 @@ unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
         kinds,
         files,
         hooks: OnceLock::new(),
+        cache,
         disabled: AtomicBool::new(false),
         bad_payload: AtomicBool::new(false),
     };
@@ -244,7 +267,6 @@ unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
             jvmti::EV_VM_INIT,
             jvmti::EV_VM_DEATH,
             jvmti::EV_THREAD_END,
-            jvmti::EV_CLASS_FILE_LOAD_HOOK,
             jvmti::EV_NATIVE_METHOD_BIND,
         ] {
             jvmti.enable_event(ev)?;
@@ -288,6 +310,18 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
             return;
         };
         let Some(hooks) = a.hooks.get() else { return };
+        // The class hook is switched on only now: while it is on, the JVM reads every class
+        // it takes from the CDS archive again from lib/modules to hand it over (~50 us each,
+        // 16-40 classes before VMInit). Classes loaded before now are in GetLoadedClasses and
+        // handled below like those loaded before VMStart; one loaded in between is seen twice,
+        // and a second rewrite finds nothing left to change.
+        if let Err(e) = a.jvmti.enable_event(jvmti::EV_CLASS_FILE_LOAD_HOOK) {
+            internal_error(
+                Some(&mut env),
+                &format!("cannot install the class hook: {e}"),
+            );
+            return;
+        }
         // GetLoadedClasses makes a local reference per class (~440 on JDK 17): a frame with
         // room for them keeps -Xcheck:jni quiet ("JNI local refs: 438, exceeds capacity"),
         // and popping it frees them all.
@@ -323,6 +357,8 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
             internal_error(Some(&mut env), "cannot start the hook class");
             return;
         }
+        // Natives bound before their names were known (File metadata) get their wrappers.
+        fileio::bind_early(&mut env);
         // From now on FileInputStream calls may be events.
         match env.get_static_method_id(cls, "fileEvent", "()Z") {
             Ok(id) => {
@@ -339,26 +375,52 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
 }
 
 /// Retransforms the classes loaded before the hook class existed whose constant pools name a
-/// hooked method (JDK 17: Thread, ClassLoader, ReferenceQueue, ...).
+/// hooked method (JDK 17: Thread, ClassLoader, ReferenceQueue, ...). Boot classes are looked
+/// up in the class cache by name; only the ones it does not know are scanned.
 fn hook_loaded_classes(a: &Agent, env: &mut JNIEnv) -> Result<(), String> {
     let classes = a.jvmti.loaded_classes().map_err(|e| e.to_string())?;
+    let mut cache = open_cache(a, env);
+    let jni = env.get_raw();
     let mut todo: Vec<jclass> = Vec::new();
     for &c in &classes {
-        let wanted = a.jvmti.is_modifiable_class(c).unwrap_or(false)
-            && matches!(a.jvmti.constant_pool(c), Ok((n, pool)) if classfile::pool_references_targets(n, &pool) == Ok(true));
-        if wanted {
+        if class_needs_hooks(a, jni, c, cache.as_mut()) {
             todo.push(c);
         } else {
             // SAFETY: a local reference GetLoadedClasses made in this frame, not used again.
             let _ = env.delete_local_ref(unsafe { JObject::from_raw(c) });
         }
     }
-    if todo.is_empty() || a.jvmti.retransform_classes(&todo).is_ok() {
+    // While the cache is open, the class hook notes which of the retransformed classes call
+    // the clocks from <clinit> only (it sees their bytes, `GetConstantPool` does not).
+    let clinit_only = cache.is_some().then(|| {
+        *lock(&CLINIT_ONLY) = Some(Vec::new());
+    });
+    let r = retransform(a, env, &todo);
+    if let (Some(cache), Some(())) = (cache.as_mut(), clinit_only) {
+        for sig in lock(&CLINIT_ONLY).take().unwrap_or_default() {
+            cache.insert(sig, cache::Uses::ClinitOnly);
+        }
+        cache.save();
+    }
+    r
+}
+
+/// `CLINIT_ONLY`, even if a panicking thread poisoned it.
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Signatures of classes retransformed at VMInit whose clock calls are all in `<clinit>`
+/// (`classfile::targets_only_in_clinit`); `Some` only during that retransform.
+static CLINIT_ONLY: std::sync::Mutex<Option<Vec<String>>> = std::sync::Mutex::new(None);
+
+fn retransform(a: &Agent, env: &mut JNIEnv, todo: &[jclass]) -> Result<(), String> {
+    if todo.is_empty() || a.jvmti.retransform_classes(todo).is_ok() {
         return Ok(());
     }
     // One bad class fails the batch: retry one by one and name the ones left out.
     let mut missed = Vec::new();
-    for &c in &todo {
+    for &c in todo {
         if let Err(e) = a.jvmti.retransform_classes(&[c]) {
             missed.push(format!(
                 "{} ({})",
@@ -379,10 +441,105 @@ fn hook_loaded_classes(a: &Agent, env: &mut JNIEnv) -> Result<(), String> {
     }
 }
 
+/// Whether an already-loaded class must be retransformed. Boot classes are answered by the
+/// cache when it knows them; the rest are scanned (`GetConstantPool`), and boot ones
+/// remembered.
+fn class_needs_hooks(
+    a: &Agent,
+    jni: *mut RawJniEnv,
+    c: jclass,
+    cache: Option<&mut cache::ClassCache>,
+) -> bool {
+    // The hook class calls the real clocks, and the class hook leaves it as it is: a
+    // retransform of it would only cost time.
+    if let Some(h) = a.hooks.get() {
+        // SAFETY: valid env, class reference and global reference.
+        let same = unsafe { (**jni).IsSameObject.map(|f| f(jni, c, h.as_obj().as_raw())) };
+        if same == Some(jni::sys::JNI_TRUE) {
+            return false;
+        }
+    }
+    let sig = match cache {
+        Some(_) if a.jvmti.is_boot_class(jni, c).unwrap_or(false) => {
+            a.jvmti.class_signature(c).ok()
+        }
+        _ => None,
+    };
+    if let Some(sig) = &sig {
+        // Only modifiable classes are ever stored; a listed class that names no clock after
+        // all would cost one needless retransform, never a missed hook.
+        match cache.as_deref().and_then(|c| c.lookup(sig)) {
+            Some(cache::Uses::None) => return false,
+            Some(cache::Uses::Anywhere) => return true,
+            // <clinit> runs once: after it, such a class's clock calls cannot run again.
+            Some(cache::Uses::ClinitOnly) => return !a.jvmti.is_initialized(c).unwrap_or(false),
+            None => {}
+        }
+    }
+    // Arrays, primitives and hidden classes: never rewritten, and never cached (hidden
+    // classes' names change from run to run).
+    if !a.jvmti.is_modifiable_class(c).unwrap_or(false) {
+        return false;
+    }
+    let hooked = matches!(a.jvmti.constant_pool(c), Ok((n, pool)) if classfile::pool_references_targets(n, &pool) == Ok(true));
+    if let (Some(sig), Some(cache)) = (sig, cache) {
+        // Anywhere until the retransform's class hook shows the calls are in <clinit> only.
+        let uses = if hooked {
+            cache::Uses::Anywhere
+        } else {
+            cache::Uses::None
+        };
+        cache.insert(sig, uses);
+    }
+    hooked
+}
+
+/// The class cache of this JDK, or `None` (cache off, no home directory, or boot classes
+/// that may not come from the JDK's `lib/modules`).
+fn open_cache(a: &Agent, env: &mut JNIEnv) -> Option<cache::ClassCache> {
+    let dir = a.cache.dir(|k| std::env::var(k).ok())?;
+    let prop = |n: &CStr| a.jvmti.system_property(n).ok().filter(|v| !v.is_empty());
+    let elsewhere = [c"jdk.module.upgrade.path", c"jdk.boot.class.path.append"];
+    if elsewhere.iter().any(|p| prop(p).is_some()) || patches_modules(env) != Some(false) {
+        return None;
+    }
+    let home = prop(c"java.home")?;
+    let key = cache::key(&home, &prop(c"java.vm.version")?, classfile::TARGETS)?;
+    Some(cache::ClassCache::open(Some(&dir), &home, key))
+}
+
+/// Whether the JVM was given `--patch-module` (whose `jdk.module.patch.N` properties JVMTI
+/// does not show), from `VM.getRuntimeArguments()`: the JVM's options wherever they came
+/// from (command line, `@files`, `JDK_JAVA_OPTIONS`, `JAVA_TOOL_OPTIONS`). `None`: unknown.
+fn patches_modules(env: &mut JNIEnv) -> Option<bool> {
+    let r = env.with_local_frame(16, |env| {
+        let args = env
+            .call_static_method(
+                "jdk/internal/misc/VM",
+                "getRuntimeArguments",
+                "()[Ljava/lang/String;",
+                &[],
+            )?
+            .l()?;
+        let args = jni::objects::JObjectArray::from(args);
+        for i in 0..env.get_array_length(&args)? {
+            let s = JString::from(env.get_object_array_element(&args, i)?);
+            let arg: String = env.get_string(&s)?.into();
+            if arg.starts_with("--patch-module") || arg.starts_with("-Djdk.module.patch") {
+                return Ok(true);
+            }
+            env.delete_local_ref(s)?;
+        }
+        Ok::<_, jni::errors::Error>(false)
+    });
+    let failed = clear_exception(env);
+    r.ok().filter(|_| !failed)
+}
+
 unsafe extern "C" fn on_class_file_load(
     _jvmti: RawEnv,
     _jni: *mut RawJniEnv,
-    _redefined: jclass,
+    redefined: jclass,
     _loader: jobject,
     name: *const c_char,
     _domain: jobject,
@@ -406,6 +563,13 @@ unsafe extern "C" fn on_class_file_load(
             return;
         }
         let bytes = std::slice::from_raw_parts(data, len as usize);
+        if !redefined.is_null() && !name.is_null() {
+            if let Some(v) = lock(&CLINIT_ONLY).as_mut() {
+                if classfile::targets_only_in_clinit(bytes) == Ok(true) {
+                    v.push(format!("L{};", CStr::from_ptr(name).to_string_lossy()));
+                }
+            }
+        }
         // A class we cannot parse is left as it is: the JVM will judge it.
         let Ok(Some(out)) = classfile::rewrite(bytes, HOOK_CLASS) else {
             return;
@@ -828,6 +992,22 @@ mod tests {
     }
 
     #[test]
+    fn cache_option_is_the_agents_own_and_checked() {
+        let (_, w) = parse_options("record,cache=off").unwrap();
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(cache_option("record"), Ok(cache::Setting::Default));
+        assert_eq!(cache_option("record,cache=off"), Ok(cache::Setting::Off));
+        assert_eq!(
+            cache_option("cache=off, cache=/tmp/c ,record"),
+            Ok(cache::Setting::Dir("/tmp/c".into()))
+        );
+        assert_eq!(
+            cache_option("record,cache="),
+            Err("bad value '' for option 'cache': expected off, on or a directory".into())
+        );
+    }
+
+    #[test]
     fn no_mode_means_off_with_a_warning_but_explicit_off_is_silent() {
         let (o, w) = parse_options("").unwrap();
         assert_eq!(o.mode, Mode::Off);
@@ -849,5 +1029,7 @@ mod tests {
         assert!(classfile::rewrite(HOOK_BYTES, HOOK_CLASS)
             .unwrap()
             .is_some());
+        // A real class from javac: its clock calls are in methods, not only in <clinit>.
+        assert_eq!(classfile::targets_only_in_clinit(HOOK_BYTES), Ok(false));
     }
 }

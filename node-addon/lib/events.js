@@ -119,7 +119,8 @@ function stack() {
 }
 
 // `native`: the addon; `host`: { mode, beforeRecord() (hands over buffered clock events so
-// sequence numbers stay in order), disable(what, e), leave() (exit after an abort) }.
+// sequence numbers stay in order), disable(what, e), leave() (exit after an abort),
+// wentLive() (replay went live: drop the clock values fetched ahead) }.
 function create(native, host) {
   const restorers = [];
   const counts = new Map();
@@ -200,6 +201,7 @@ function create(native, host) {
       if (x === null) {
         x = native.evDiverged(k, stack());
         if (native.exitCode() !== 0) host.leave();
+        if (native.isLive()) host.wentLive();
         if (x === null) return LIVE;
       }
       return decode(x);
@@ -239,6 +241,7 @@ function create(native, host) {
       return;
     }
     if (native.exitCode() !== 0) host.leave();
+    if (native.isLive()) host.wentLive();
     if (x === null) {
       goLive();
       return;

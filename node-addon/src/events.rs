@@ -15,7 +15,7 @@ use crate::{active, err, guarded, report, Active, Res, PENDING};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use replay_core::session::Session;
-use replay_core::{digest, Event, Field, FieldValue, Payload, PayloadRef, Record};
+use replay_core::{digest, Event, Field, FieldValue, Payload, Record};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -93,8 +93,8 @@ pub fn ev_record(code: u32, input: Option<String>, json: String, bufs: Vec<Buffe
                 value: FieldValue::Bytes(b.to_vec()),
             });
         }
-        let record = Record { fields };
-        rec.record(kind, 0, input_digest(&input), PayloadRef::Record(&record));
+        // Handed over, not copied again: a body can be large.
+        rec.record_owned(kind, 0, input_digest(&input), Record { fields });
         Ok(())
     })
 }

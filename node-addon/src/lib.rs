@@ -3,8 +3,11 @@
 //! `index.js` replaces `Date.now`, `Date`, `Math.random` and `performance.now` with hooks.
 //! Recording, a hook stores its value and a kind code into a `Float64Array`/`Uint8Array`
 //! pair on the JS side and hands the batch to [`record_batch`] every few thousand events
-//! (crossing N-API per call would cost more than the call itself). Replay asks
-//! [`replay_next`] for each value, so the core verifies each call when it happens.
+//! (crossing N-API per call would cost more than the call itself). Replay fetches a run of
+//! a kind's next values per crossing ([`replay_run`]) that the JS side serves call by call;
+//! a call with none left is reported at that call, values unused at exit go back to the core
+//! ([`replay_unread`]) and count as left over. `Math.random` is a generator seeded from the
+//! log (see "Math.random" below).
 //!
 //! Sequence numbers: the core's global counter orders events of all threads. Only the JS
 //! main thread records here (the hooks are installed on it only and every entry point below
@@ -28,20 +31,32 @@ use std::thread::ThreadId;
 
 pub mod events;
 
-/// The hooked calls, by the code `index.js` stores beside each value. Clock reads in whole
-/// milliseconds are integers (the log stores integer deltas per kind compactly); the others
-/// are doubles.
+/// How a hook's values are stored: clock reads in whole milliseconds or nanoseconds are
+/// integers (the log stores integer deltas per kind compactly), the others doubles.
+#[derive(Clone, Copy, PartialEq)]
+enum Num {
+    Int,
+    Float,
+    /// A count: `node.Math.random`'s checkpoints (see [`record_random_seed`]).
+    Uint,
+}
+
+/// The hooked calls, by the code `index.js` stores beside each value.
 /// `process.hrtime` and `hrtime.bigint` are integer nanoseconds (exact below 2^53 ns, about
-/// 104 days of uptime); `performance.timeOrigin` is read once at start.
-const KINDS: [(&str, bool); 7] = [
-    ("node.Date.now", true),
-    ("node.Date", true),
-    ("node.Math.random", false),
-    ("node.performance.now", false),
-    ("node.process.hrtime", true),
-    ("node.process.hrtime.bigint", true),
-    ("node.performance.timeOrigin", false),
+/// 104 days of uptime); `performance.timeOrigin` is read once at start. `Math.random` is not
+/// one event per call: its batch entries are checkpoints (the number of calls so far).
+const KINDS: [(&str, Num); 7] = [
+    ("node.Date.now", Num::Int),
+    ("node.Date", Num::Int),
+    ("node.Math.random", Num::Uint),
+    ("node.performance.now", Num::Float),
+    ("node.process.hrtime", Num::Int),
+    ("node.process.hrtime.bigint", Num::Int),
+    ("node.performance.timeOrigin", Num::Float),
 ];
+
+/// `Math.random`'s code in [`KINDS`].
+const K_RANDOM: usize = 2;
 
 pub(crate) struct Active {
     pub(crate) core: Core,
@@ -117,10 +132,11 @@ fn open(node_version: &str) -> Option<Active> {
             return None;
         }
     };
-    for (k, _) in unknown {
+    // REPLAY_REDACT is Node-only (read by lib/net.js), not a core option.
+    for (k, _) in unknown.into_iter().filter(|(k, _)| k != "REPLAY_REDACT") {
         eprintln!(
             "replay: ignoring unknown variable {k} (known: REPLAY_MODE, REPLAY_LOG, REPLAY_POLICY, REPLAY_ORDER, \
-             REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT)"
+             REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_REDACT)"
         );
     }
     let mode = options.mode;
@@ -170,10 +186,10 @@ pub fn record_batch(values: Float64Array, kinds: Uint8Array, n: u32) -> Res<()> 
         // crate comment), and the events go in with the numbers in their order of happening.
         let first = rec.seq_counter().fetch_add(n as u64, Ordering::Relaxed);
         for (i, (&v, &c)) in values[..n].iter().zip(&codes[..n]).enumerate() {
-            let payload = if KINDS[c as usize].1 {
-                PayloadRef::Int(v as i64)
-            } else {
-                PayloadRef::Float(v)
+            let payload = match KINDS[c as usize].1 {
+                Num::Int => PayloadRef::Int(v as i64),
+                Num::Float => PayloadRef::Float(v),
+                Num::Uint => PayloadRef::Uint(v as u64),
             };
             rec.record_at(first + i as u64, a.kinds[c as usize], 0, None, payload);
         }
@@ -181,29 +197,186 @@ pub fn record_batch(values: Float64Array, kinds: Uint8Array, n: u32) -> Res<()> 
     })
 }
 
-/// Replays the next call of hook `code`: its recorded value, or NaN when it has none (replay
-/// went live, or the call diverged: then index.js calls [`diverged`]).
+/// Replay: the events of the run last fetched per hook code by [`replay_run`], which the JS
+/// side serves from its buffer; what it did not use goes back at exit ([`replay_unread`]).
+static RUNS: Mutex<[Vec<Event>; KINDS.len()]> = Mutex::new([const { Vec::new() }; KINDS.len()]);
+
+/// Replays a run of hook `code`'s calls in one crossing: fills `buf` with the values of the
+/// kind's next recorded events (at least one, at most `buf.len()`; `Replayer::next_of_run`)
+/// and returns how many. The JS side serves them to the next calls of that hook; since each
+/// kind is its own stream and clock events carry no input, nothing else needs checking per
+/// call. Returns 0 when the call is not replayed: replay went live, or the call diverged
+/// (no events of the kind left; then index.js calls [`diverged`]). A value that is not a
+/// number is NaN in `buf` (that call runs live).
 #[napi]
-pub fn replay_next(code: u32) -> Res<f64> {
+pub fn replay_run(code: u32, mut buf: Float64Array) -> Res<u32> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(0) };
+        let Session::Replay(r) = &a.core.session else {
+            return Err(err("replay_run called while recording"));
+        };
+        let Some(&kind) = a.kinds.get(code as usize) else {
+            return Err(err(format!("unknown hook code {code}")));
+        };
+        if r.is_live() || buf.is_empty() {
+            return Ok(0);
+        }
+        let mut runs = RUNS.lock().unwrap_or_else(|p| p.into_inner());
+        let run = &mut runs[code as usize];
+        run.clear();
+        if let Err(d) = r.next_of_run(kind, buf.len(), run) {
+            *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
+            return Ok(0);
+        }
+        // SAFETY: the JS main thread, the only one that uses this buffer, is inside this
+        // synchronous call (active() checked the thread), so nothing else touches it now.
+        let slots = unsafe { buf.as_mut() };
+        for (slot, e) in slots.iter_mut().zip(run.iter()) {
+            *slot = value_of(e, code);
+        }
+        Ok(run.len() as u32)
+    })
+}
+
+/// At exit (or before fetching anew): the JS side used only the first `used` values of the
+/// run last fetched for `code`; the rest go back to the kind's stream, so that the end of
+/// replay reports them as recorded events left over.
+#[napi]
+pub fn replay_unread(code: u32, used: u32) -> Res<()> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(()) };
+        let Session::Replay(r) = &a.core.session else {
+            return Err(err("replay_unread called while recording"));
+        };
+        let Some(&kind) = a.kinds.get(code as usize) else {
+            return Err(err(format!("unknown hook code {code}")));
+        };
+        let mut runs = RUNS.lock().unwrap_or_else(|p| p.into_inner());
+        let run = &mut runs[code as usize];
+        let used = (used as usize).min(run.len());
+        r.unread_of(kind, run.split_off(used));
+        run.clear();
+        Ok(())
+    })
+}
+
+/// Whether replay went live (after a divergence under `warn-live`): the JS side then drops
+/// the values it buffered.
+#[napi]
+pub fn is_live() -> Res<bool> {
+    guarded(|| {
+        Ok(match active()? {
+            Some(a) => match &a.core.session {
+                Session::Replay(r) => r.is_live(),
+                Session::Record(_) => false,
+            },
+            None => true,
+        })
+    })
+}
+
+// ---- Math.random -------------------------------------------------------------------------
+//
+// Recording every random double would cost more than the call (they do not compress), so
+// index.js runs a xorshift128+ generator of its own in both modes. The `node.Math.random`
+// stream holds its seed (16 bytes of real entropy, one Bytes event at the first call) and
+// then checkpoints: the number of calls made so far, one Uint event per batch flush that saw
+// calls. Replay regenerates the values from the seed and lets the program make calls up to
+// the last checkpoint it has fetched; the call after it fetches the next checkpoint, and
+// finding none is a divergence at that very call. At exit, fewer calls than recorded is one.
+
+/// Record: the generator's seed, one event (the JS side hands its buffered clock events over
+/// first, so the sequence numbers stay in order).
+#[napi]
+pub fn record_random_seed(seed: Uint8Array) -> Res<()> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(()) };
+        let Session::Record(rec) = &a.core.session else {
+            return Err(err("record_random_seed called while replaying"));
+        };
+        rec.record(a.kinds[K_RANDOM], 0, None, PayloadRef::Bytes(&seed));
+        Ok(())
+    })
+}
+
+/// Replay: the last checkpoint taken (what a shortfall at exit is reported against).
+static RANDOM_LAST: Mutex<Option<Event>> = Mutex::new(None);
+
+fn random_last() -> std::sync::MutexGuard<'static, Option<Event>> {
+    RANDOM_LAST.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The count a checkpoint holds.
+fn checkpoint(e: &Event) -> Option<u64> {
+    match e.payload {
+        Payload::Uint { value } => Some(value),
+        _ => None,
+    }
+}
+
+/// Replay, first call: copies the recorded seed into `out` (16 bytes) and returns true;
+/// false when the call is not replayed (went live, or no seed recorded: then index.js calls
+/// [`random_diverged`]).
+#[napi]
+pub fn random_seed(mut out: Uint8Array) -> Res<bool> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(false) };
+        let Session::Replay(r) = &a.core.session else {
+            return Err(err("random_seed called while recording"));
+        };
+        if r.is_live() {
+            return Ok(false);
+        }
+        match r.next_of(a.kinds[K_RANDOM], 0, None) {
+            Ok(e) => match &e.payload {
+                Payload::Bytes { data } if data.len() == out.len() => {
+                    // SAFETY: as in replay_run, the only thread that uses the array waits
+                    // in this call.
+                    unsafe { out.as_mut() }.copy_from_slice(data);
+                    Ok(true)
+                }
+                other => Err(err(format!(
+                    "event #{} (node.Math.random) holds {} where this addon records a {}-byte seed                      (a log of an older version?)",
+                    e.seq,
+                    other.summary(),
+                    out.len()
+                ))),
+            },
+            Err(d) => {
+                *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
+                Ok(false)
+            }
+        }
+    })
+}
+
+/// Replay: the next checkpoint, the number of calls the recording had made by then; NaN
+/// when there is none (or replay went live): then index.js calls [`random_diverged`].
+#[napi]
+pub fn random_checkpoint() -> Res<f64> {
     guarded(|| {
         let Some(a) = active()? else {
             return Ok(f64::NAN);
         };
         let Session::Replay(r) = &a.core.session else {
-            return Err(err("replay_next called while recording"));
-        };
-        let Some(&kind) = a.kinds.get(code as usize) else {
-            return Err(err(format!("unknown hook code {code}")));
+            return Err(err("random_checkpoint called while recording"));
         };
         if r.is_live() {
             return Ok(f64::NAN);
         }
-        // Per kind (see Replayer::next_of): the runtime's own clock reads between I/O
-        // completions vary with timing, so the order between kinds is not enforced.
-        match r.next_of(kind, 0, None) {
-            Ok(e) => Ok(value_of(&e, code)),
+        match r.next_of(a.kinds[K_RANDOM], 0, None) {
+            Ok(e) => {
+                let Some(n) = checkpoint(&e) else {
+                    return Err(err(format!(
+                        "event #{} (node.Math.random) holds {} where this addon records a call count",
+                        e.seq,
+                        e.payload.summary()
+                    )));
+                };
+                *random_last() = Some(e);
+                Ok(n as f64)
+            }
             Err(d) => {
-                // Reported by `diverged`, once index.js has added where the call was made.
                 *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
                 Ok(f64::NAN)
             }
@@ -211,10 +384,71 @@ pub fn replay_next(code: u32) -> Res<f64> {
     })
 }
 
-/// A divergence found by [`replay_next`] and not reported yet.
+/// Replay: reports the divergence [`random_seed`] or [`random_checkpoint`] found at call
+/// number `call`, with the JS `stack`, under the policy. A call past the recorded ones is
+/// reported with the recorded number of calls (not of checkpoints) as the stream's length.
+/// The call runs live (there is no recorded value to fall back on).
+#[napi]
+pub fn random_diverged(call: f64, stack: String) -> Res<()> {
+    guarded(|| {
+        let Some(mut d) = PENDING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return Ok(());
+        };
+        let Some(a) = active()? else { return Ok(()) };
+        let made = random_last().as_ref().and_then(checkpoint).unwrap_or(0);
+        if let DivergenceKind::Exhausted { recorded } = &mut d.kind {
+            *recorded = made;
+        }
+        let context = format!(
+            "Math.random call #{call}; the recording made {made} Math.random calls\n{stack}"
+        );
+        report(a, d, context);
+        Ok(())
+    })
+}
+
+/// Replay, at exit: the program made `calls` calls of Math.random. Fewer than the recording
+/// made (the last checkpoint taken says more, or another checkpoint or the seed is still in
+/// the log) is a divergence, reported under the policy.
+#[napi]
+pub fn random_end(calls: f64) -> Res<()> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(()) };
+        let Session::Replay(r) = &a.core.session else {
+            return Err(err("random_end called while recording"));
+        };
+        if r.is_live() {
+            return Ok(());
+        }
+        let calls = calls as u64;
+        let last = random_last().clone();
+        let expected = match last {
+            Some(e) if checkpoint(&e).is_some_and(|n| n > calls) => e,
+            // Past the last checkpoint taken: one more in the log means the recording went on.
+            _ => match r.next_of(a.kinds[K_RANDOM], 0, None) {
+                Ok(e) => e,
+                Err(_) => return Ok(()),
+            },
+        };
+        let made = checkpoint(&expected).map_or_else(
+            || "the recording made Math.random calls".to_string(),
+            |n| format!("the recording made {n}"),
+        );
+        let d = r.mismatch(expected, a.core.intern("end of the program"), 0, None);
+        report(
+            a,
+            d,
+            format!("the program ended after {calls} Math.random calls; {made}"),
+        );
+        Ok(())
+    })
+}
+
+/// A divergence a replay call found and did not report yet (the JS side reports it with
+/// its stack: [`diverged`], [`random_diverged`], `ev_diverged`).
 pub(crate) static PENDING: Mutex<Option<Box<Divergence>>> = Mutex::new(None);
 
-/// After [`replay_next`] returned NaN: reports the divergence it found, if any, with
+/// After [`replay_run`] returned 0: reports the divergence it found, if any, with
 /// `stack` (the JS frames of the call) in the report, and applies the policy. Returns the
 /// value the call returns (the recorded one under `warn-continue`), or NaN when it runs live;
 /// under `abort` [`exit_code`] is then 86 and index.js exits.
@@ -328,7 +562,7 @@ pub fn shutdown() -> Res<i32> {
         };
         a.done.store(true, Ordering::Relaxed);
         if let (Session::Replay(r), Policy::Abort) = (&a.core.session, a.core.options.policy) {
-            // As in replay_next: report, and leave the exit to the caller.
+            // As in `report`: report, and leave the exit to the caller.
             if let Err(d) = r.finish() {
                 abort(&d);
                 return Ok(replay_core::EXIT_DIVERGENCE);

@@ -58,3 +58,66 @@ test('an hrtime call more than recorded is a divergence', () => {
   assert.match(other.stderr, /node\.process\.hrtime/);
   assert.match(other.stderr, /app\.js:\d+/);
 });
+
+// Replay fetches a run of a kind's recorded values per native call and serves the calls
+// from it: values fetched and not used by the end are still recorded events left over, and
+// runs longer than one fetch are served in order.
+const RUNS = `
+const n = Number(process.argv[2]);
+let s = 0;
+const first = [];
+for (let i = 0; i < n; i++) {
+  const t = process.hrtime.bigint();
+  if (i < 3) first.push(t);
+  s += Number(t % 1000n);
+}
+console.log('n', n, first.join(' '), s);
+`;
+
+test('clock values fetched ahead but not used are left over at exit', () => {
+  const dir = tmpdir('replay-clock-runs');
+  const app = script(dir, 'runs.js', RUNS);
+  const log = path.join(dir, 'runs.replay');
+  const rec = runNode('record', log, app, { args: ['10000'] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const rep = runNode('replay', log, app, { args: ['10000'] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+  // 10 calls take one run of thousands: the rest must still count as not replayed.
+  const fewer = runNode('replay', log, app, { args: ['10'] });
+  assert.strictEqual(fewer.code, 86, fewer.stderr);
+  assert.match(fewer.stderr, /the program ended with 9990 of 10000 recorded events not replayed \(first: #10\)/);
+  // One more than recorded: the call after the last fetched run diverges.
+  const more = runNode('replay', log, app, { args: ['10001'] });
+  assert.strictEqual(more.code, 86, more.stderr);
+  assert.match(more.stderr, /made a call after its 10000 recorded events ran out/);
+  assert.match(more.stderr, /node\.process\.hrtime\.bigint/);
+  assert.match(more.stderr, /runs\.js:6/);
+});
+
+test('under warn-live, clock values fetched ahead are dropped once replay goes live', () => {
+  const dir = tmpdir('replay-clock-live');
+  const app = script(dir, 'live.js', `
+const a = Date.now();
+const b = Date.now();
+require('fs').readFileSync(process.argv[2]);
+const c = Date.now();
+console.log(a, b, c);
+`);
+  const log = path.join(dir, 'live.replay');
+  const data = script(dir, 'data.txt', 'x');
+  const other = script(dir, 'other.txt', 'y');
+  const rec = runNode('record', log, app, { args: [data] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const [a, b, c] = rec.stdout.trim().split(' ').map(Number);
+  // Another file than recorded: a divergence; warn-live runs the rest live, so the third
+  // Date.now is a live reading even though its recorded value was fetched with the first.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 20);
+  const rep = runNode('replay', log, app, { args: [other], env: { REPLAY_POLICY: 'warn-live' } });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.match(rep.stderr, /DIVERGENCE/);
+  const [ra, rb, rc] = rep.stdout.trim().split(' ').map(Number);
+  assert.deepStrictEqual([ra, rb], [a, b]);
+  assert.ok(rc >= c + 20, `${rep.stdout} vs ${rec.stdout}`);
+});

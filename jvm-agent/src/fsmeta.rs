@@ -1,0 +1,273 @@
+//! `java.io.File` metadata a program branches on: `exists`, `isFile`, `isDirectory`,
+//! `isHidden` (`getBooleanAttributes0`), `canRead`/`canWrite`/`canExecute` (`checkAccess`),
+//! `lastModified`, `length` and `list`/`listFiles`: the `java.io.UnixFileSystem` natives,
+//! wrapped through NativeMethodBind like FileInputStream's (the table is in src/fileio.rs).
+//!
+//! Each call is an event of the calling thread when its path is not one class loading or the
+//! JDK itself looks at: input digest = the path (and `checkAccess`'s mode), payload = the
+//! result (for `list`, the names, NUL-separated, and their count; -1 for null). Replay never
+//! touches the file system for an event call.
+//!
+//! Calls that stay live (in both modes, never events):
+//! - paths ending `.class`, `.jar`, `.jmod` (class loading: `URLClassPath` asks `exists` for
+//!   every class file it looks up in a directory, and `JarLoader` for each jar);
+//! - paths inside a directory of `java.class.path` or `java.home`: resource lookups through
+//!   the class path (`META-INF/services/...` for ServiceLoader, `getResource`) and the JDK's own
+//!   files. Class loading happens at other moments in replay than in record (the agent's own
+//!   work loads classes too), so those calls must not be events. A program reading its own
+//!   class-path directory as data therefore gets live metadata there.
+
+use crate::fileio::{
+    begin, is_class_path, orig, pending_exception, record_one, replay_one, run, throw_recorded,
+    KINDS, META_ACCESS, META_ATTRS, META_LENGTH, META_LIST, META_MTIME,
+};
+use crate::{agent, clear_exception};
+use jni::objects::{JObject, JObjectArray, JString};
+use jni::sys::{jboolean, jint, jlong, jobject, jobjectArray, JNIEnv as RawJniEnv};
+use jni::JNIEnv;
+use replay_core::session::Session;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub type IntFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> jint;
+pub type AccessFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject, jint) -> jboolean;
+pub type LongFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> jlong;
+pub type ListFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> jobjectArray;
+
+/// Directories whose contents stay live: the class path's and `java.home`, each as given
+/// (made absolute) and canonical.
+pub(crate) fn live_roots() -> &'static [PathBuf] {
+    static ROOTS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    ROOTS.get_or_init(|| {
+        let Some(a) = agent() else {
+            return Vec::new();
+        };
+        let mut entries: Vec<String> = Vec::new();
+        if let Ok(cp) = a.jvmti.system_property(c"java.class.path") {
+            entries.extend(
+                cp.split(':')
+                    .map(|e| if e.is_empty() { "." } else { e }.to_string()),
+            );
+        }
+        if let Ok(home) = a.jvmti.system_property(c"java.home") {
+            entries.push(home);
+        }
+        let mut roots = Vec::new();
+        for e in entries {
+            let Ok(abs) = std::path::absolute(&e) else {
+                continue;
+            };
+            if let Ok(c) = std::fs::canonicalize(&abs) {
+                if c != abs {
+                    roots.push(c);
+                }
+            }
+            roots.push(abs);
+        }
+        roots
+    })
+}
+
+/// Whether a metadata call on `path` must stay live (see the module comment).
+pub(crate) fn stays_live(path: &str, roots: &[PathBuf]) -> bool {
+    if is_class_path(path) {
+        return true;
+    }
+    match std::path::absolute(Path::new(path)) {
+        Ok(abs) => roots.iter().any(|r| abs.starts_with(r)),
+        Err(_) => true, // an empty path: the live call answers it, the same in replay
+    }
+}
+
+/// The `path` of a `java.io.File`, if this call on it may be an event.
+fn event_path(raw: *mut RawJniEnv, file: jobject) -> Option<String> {
+    agent()?;
+    crate::fileio::FILE_EVENT.get()?;
+    if file.is_null() {
+        return None;
+    }
+    // SAFETY: the thread's JNIEnv; `file` is the call's argument (a local reference).
+    let mut env = unsafe { JNIEnv::from_raw(raw) }.ok()?;
+    let f = unsafe { JObject::from_raw(file) };
+    let p = match env
+        .get_field(&f, "path", "Ljava/lang/String;")
+        .and_then(|v| v.l())
+    {
+        Ok(p) if !p.is_null() => p,
+        _ => {
+            clear_exception(&mut env);
+            return None;
+        }
+    };
+    let p = JString::from(p);
+    let name: Option<String> = env.get_string(&p).ok().map(Into::into);
+    let _ = env.delete_local_ref(p);
+    let name = name?;
+    (!stays_live(&name, live_roots())).then_some(name)
+}
+
+fn path_digest(path: &str, arg: i64) -> u64 {
+    replay_core::digest(&[path.as_bytes(), &arg.to_le_bytes()])
+}
+
+/// A metadata call returning a number: the number is the payload.
+fn scalar(raw: *mut RawJniEnv, file: jobject, i: usize, arg: i64, live: impl Fn() -> i64) -> i64 {
+    run(KINDS[i], live, |call| {
+        let path = event_path(raw, file)?;
+        let mut c = begin(raw)?;
+        let digest = path_digest(&path, arg);
+        match &c.a.core.session {
+            Session::Record(_) => {
+                let r = call();
+                let ex = pending_exception(&mut c.env);
+                record_one(c.a, i, digest, r, ex.as_deref(), None);
+                Some(r)
+            }
+            Session::Replay(_) => {
+                let o = replay_one(&mut c, i, digest)?;
+                if o.thrown {
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
+                }
+                Some(o.ret)
+            }
+        }
+    })
+}
+
+pub unsafe extern "system" fn attributes(raw: *mut RawJniEnv, this: jobject, f: jobject) -> jint {
+    // SAFETY (all the `orig` calls): the saved original of this very native.
+    let live = || unsafe { orig::<IntFn>(META_ATTRS)(raw, this, f) } as i64;
+    scalar(raw, f, META_ATTRS, 0, live) as jint
+}
+
+pub unsafe extern "system" fn access(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    f: jobject,
+    mode: jint,
+) -> jboolean {
+    let live = || unsafe { orig::<AccessFn>(META_ACCESS)(raw, this, f, mode) } as i64;
+    (scalar(raw, f, META_ACCESS, mode as i64, live) != 0) as jboolean
+}
+
+pub unsafe extern "system" fn mtime(raw: *mut RawJniEnv, this: jobject, f: jobject) -> jlong {
+    let live = || unsafe { orig::<LongFn>(META_MTIME)(raw, this, f) };
+    scalar(raw, f, META_MTIME, 0, live)
+}
+
+pub unsafe extern "system" fn length(raw: *mut RawJniEnv, this: jobject, f: jobject) -> jlong {
+    let live = || unsafe { orig::<LongFn>(META_LENGTH)(raw, this, f) };
+    scalar(raw, f, META_LENGTH, 0, live)
+}
+
+/// `list`: the names (NUL cannot occur in a file name, so it separates them) and their count,
+/// or -1 for null (not a directory, unreadable).
+pub unsafe extern "system" fn list(raw: *mut RawJniEnv, this: jobject, f: jobject) -> jobjectArray {
+    let live = || unsafe { orig::<ListFn>(META_LIST)(raw, this, f) };
+    run(KINDS[META_LIST], live, |call| {
+        let path = event_path(raw, f)?;
+        let mut c = begin(raw)?;
+        let digest = path_digest(&path, 0);
+        match &c.a.core.session {
+            Session::Record(_) => {
+                let r = call();
+                if let Some(ex) = pending_exception(&mut c.env) {
+                    record_one(c.a, META_LIST, digest, -1, Some(&ex), None);
+                    return Some(r);
+                }
+                if r.is_null() {
+                    record_one(c.a, META_LIST, digest, -1, None, None);
+                    return Some(r);
+                }
+                match names_of(&mut c.env, r) {
+                    Some(names) => {
+                        let data = names.join("\0");
+                        let n = names.len() as i64;
+                        record_one(c.a, META_LIST, digest, n, None, Some(data.as_bytes()));
+                    }
+                    None => {
+                        clear_exception(&mut c.env);
+                        crate::internal_error(Some(&mut c.env), "cannot read a File.list result");
+                    }
+                }
+                Some(r)
+            }
+            Session::Replay(_) => {
+                let o = replay_one(&mut c, META_LIST, digest)?;
+                if o.thrown {
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
+                    return Some(std::ptr::null_mut());
+                }
+                if o.ret < 0 {
+                    return Some(std::ptr::null_mut());
+                }
+                let data = o.data.unwrap_or_default();
+                let text = String::from_utf8_lossy(&data);
+                let names: Vec<&str> = if o.ret == 0 {
+                    Vec::new()
+                } else {
+                    text.split('\0').collect()
+                };
+                if names.len() as i64 != o.ret {
+                    crate::internal_error(
+                        Some(&mut c.env),
+                        "a recorded File.list result does not hold its count of names",
+                    );
+                    return None;
+                }
+                match new_names(&mut c.env, &names) {
+                    Some(a) => Some(a),
+                    None => {
+                        clear_exception(&mut c.env);
+                        None
+                    }
+                }
+            }
+        }
+    })
+}
+
+fn names_of(env: &mut JNIEnv, arr: jobjectArray) -> Option<Vec<String>> {
+    // SAFETY: the live call's result, a local reference we do not delete (it is returned).
+    let arr = unsafe { JObjectArray::from_raw(arr) };
+    let n = env.get_array_length(&arr).ok()?;
+    let mut out = Vec::with_capacity(n as usize);
+    for k in 0..n {
+        let s = JString::from(env.get_object_array_element(&arr, k).ok()?);
+        let name: String = env.get_string(&s).ok()?.into();
+        let _ = env.delete_local_ref(s);
+        out.push(name);
+    }
+    Some(out)
+}
+
+fn new_names(env: &mut JNIEnv, names: &[&str]) -> Option<jobjectArray> {
+    let arr = env
+        .new_object_array(names.len() as i32, "java/lang/String", JObject::null())
+        .ok()?;
+    for (k, n) in names.iter().enumerate() {
+        let s = env.new_string(n).ok()?;
+        env.set_object_array_element(&arr, k as i32, &s).ok()?;
+        let _ = env.delete_local_ref(s);
+    }
+    Some(arr.into_raw())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn class_loading_and_jdk_paths_stay_live() {
+        let roots = [PathBuf::from("/app/classes"), PathBuf::from("/jdk")];
+        assert!(stays_live("/app/classes/META-INF/services/x.Y", &roots));
+        assert!(stays_live("/app/classes", &roots));
+        assert!(stays_live("/jdk/lib/security/java.security", &roots));
+        assert!(stays_live("/data/Main.class", &roots));
+        assert!(!stays_live("/data/input.txt", &roots));
+        assert!(
+            !stays_live("/app/classes-data/x", &roots),
+            "prefix is by component"
+        );
+    }
+}

@@ -1,0 +1,423 @@
+//! The JVM agent's file hooks beyond FileInputStream (issue 4): RandomAccessFile, file
+//! metadata (java.io.File) and NIO reads, on every JDK present (17 and 25 here). Each test
+//! records a program of tests/java, changes the files it read (edit, delete, create what was
+//! missing, change a directory), replays and expects the recorded output byte for byte.
+//!
+//! Needs `cargo build --release -p replay-jvm` first: the agent is a cdylib that tests cannot
+//! depend on.
+
+use replay_core::LogReader;
+use replay_tests::{release_artifact, repo, run, Finished};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+const JDK_HOMES: &[&str] = &[
+    "/usr/lib/jvm/java-17-openjdk-amd64",
+    "/usr/lib/jvm/temurin-25-jdk-amd64",
+];
+
+struct Jdk {
+    home: PathBuf,
+    /// The test programs compiled by this JDK's javac.
+    classes: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn jdks() -> &'static [Jdk] {
+    static JDKS: OnceLock<Vec<Jdk>> = OnceLock::new();
+    JDKS.get_or_init(|| {
+        let v: Vec<Jdk> = JDK_HOMES
+            .iter()
+            .map(PathBuf::from)
+            .filter(|h| h.join("bin/javac").is_file())
+            .map(|home| {
+                let dir = tempfile::tempdir().unwrap();
+                let classes = dir.path().join("classes");
+                let sources: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/java"))
+                    .unwrap()
+                    .map(|e| e.unwrap().path())
+                    .filter(|p| p.extension().is_some_and(|e| e == "java"))
+                    .collect();
+                let out = run(Command::new(home.join("bin/javac"))
+                    .arg("-d")
+                    .arg(&classes)
+                    .args(&sources));
+                assert!(out.status.success(), "javac failed: {}", out.stderr);
+                Jdk {
+                    home,
+                    classes,
+                    _dir: dir,
+                }
+            })
+            .collect();
+        assert!(!v.is_empty(), "no JDK found in {JDK_HOMES:?}");
+        v
+    })
+}
+
+fn name(jdk: &Jdk) -> String {
+    jdk.home.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// Runs `java [jvm_args] -agentpath:libreplay.so=<opts> -cp classes <main> [args]` in `cwd`.
+fn java(
+    jdk: &Jdk,
+    cwd: &Path,
+    jvm_args: &[&str],
+    opts: Option<&str>,
+    main: &str,
+    args: &[&str],
+) -> Finished {
+    let mut c = Command::new(jdk.home.join("bin/java"));
+    c.current_dir(cwd).args(jvm_args);
+    if let Some(o) = opts {
+        c.arg(format!(
+            "-agentpath:{}={o}",
+            release_artifact("libreplay.so").display()
+        ));
+    }
+    c.arg("-cp").arg(&jdk.classes).arg(main).args(args);
+    c.env_remove("JAVA_TOOL_OPTIONS")
+        .env_remove("JDK_JAVA_OPTIONS");
+    run(&mut c)
+}
+
+fn ok(o: &Finished, what: &str) -> String {
+    assert!(
+        o.status.success(),
+        "{what}: {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        o.stdout_text(),
+        o.stderr
+    );
+    o.stdout_text()
+}
+
+/// Events in a log by kind name.
+fn kinds(path: &Path) -> HashMap<String, u64> {
+    let mut r = LogReader::open(path).unwrap();
+    let mut kinds: Vec<(u32, u64)> = Vec::new();
+    while let Some(b) = r.next_batch().unwrap() {
+        for run in b.runs {
+            for e in run.events {
+                match kinds.iter_mut().find(|(k, _)| *k == e.kind) {
+                    Some(x) => x.1 += 1,
+                    None => kinds.push((e.kind, 1)),
+                }
+            }
+        }
+    }
+    assert!(
+        matches!(r.end(), Some(replay_core::End::Complete(_))),
+        "log not closed cleanly: {:?}",
+        r.end()
+    );
+    kinds
+        .iter()
+        .map(|(k, n)| (r.strings().name(*k).to_string(), *n))
+        .collect()
+}
+
+/// Records `main args` in a fresh directory prepared by `setup`, checks the recorded output
+/// with `check`, lets `change` alter the files, replays (under `-Xcheck:jni` when `xcheck`)
+/// and expects the same output and a quiet stderr. Returns the directory, the log's event
+/// counts and the recorded output for further checks.
+struct Recorded {
+    dir: tempfile::TempDir,
+    log: PathBuf,
+    out: String,
+    kinds: HashMap<String, u64>,
+}
+
+fn record(jdk: &Jdk, main: &str, args: &[&str], setup: impl Fn(&Path)) -> Recorded {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    let log = dir.path().join("run.replay");
+    let o = java(
+        jdk,
+        dir.path(),
+        &[],
+        Some(&format!("record,log={}", log.display())),
+        main,
+        args,
+    );
+    let out = ok(&o, &format!("{}: record {main}", name(jdk)));
+    assert!(
+        o.stderr.trim().is_empty(),
+        "{}: record said:\n{}",
+        name(jdk),
+        o.stderr
+    );
+    let kinds = kinds(&log);
+    Recorded {
+        dir,
+        log,
+        out,
+        kinds,
+    }
+}
+
+fn replay(jdk: &Jdk, r: &Recorded, jvm_args: &[&str], main: &str, args: &[&str]) -> Finished {
+    java(
+        jdk,
+        r.dir.path(),
+        jvm_args,
+        Some(&format!("replay,log={}", r.log.display())),
+        main,
+        args,
+    )
+}
+
+fn assert_replays(jdk: &Jdk, r: &Recorded, jvm_args: &[&str], main: &str, args: &[&str]) {
+    let o = replay(jdk, r, jvm_args, main, args);
+    assert_eq!(ok(&o, "replay"), r.out, "{}: {main}", name(jdk));
+    assert!(
+        o.stderr.trim().is_empty(),
+        "{}: replay said:\n{}",
+        name(jdk),
+        o.stderr
+    );
+}
+
+fn assert_diverges(jdk: &Jdk, r: &Recorded, main: &str, args: &[&str], expected_kind: &str) {
+    let o = replay(jdk, r, &[], main, args);
+    assert_eq!(o.code(), 86, "{}: {}", name(jdk), o.stderr);
+    assert!(o.stderr.contains("DIVERGENCE"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&format!("expected: {expected_kind}")),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        o.stderr.contains(&format!("at {main}.main({main}.java")),
+        "the report has the Java stack: {}",
+        o.stderr
+    );
+}
+
+#[test]
+fn random_access_file_reads_replay_after_the_file_was_edited_and_deleted() {
+    let args = ["in.txt", "missing.txt"];
+    for jdk in jdks() {
+        let r = record(jdk, "RandomAccess", &args, |d| {
+            std::fs::write(d.join("in.txt"), "hello random\nsecond line\nthe end\n").unwrap();
+        });
+        for want in [
+            "length 33",
+            "first byte 104",
+            "pointer 1",
+            "line [ello random]",
+            "readFully [second]",
+            "tail 4 [end|]",
+            "eof -1 pointer 33",
+            "int 0x6c6c6f20",
+            "channel size 33 pread [ello]",
+            "missing: missing.txt (No such file or directory)",
+        ] {
+            assert!(r.out.contains(want), "{}: {want}:\n{}", name(jdk), r.out);
+        }
+        for k in [
+            "java.io.RandomAccessFile.open",
+            "java.io.RandomAccessFile.read",
+            "java.io.RandomAccessFile.readBytes",
+            "java.io.RandomAccessFile.getFilePointer",
+            "java.io.RandomAccessFile.seek",
+            "java.io.RandomAccessFile.length",
+            "sun.nio.ch.FileDispatcher.pread",
+            "sun.nio.ch.FileDispatcher.size",
+        ] {
+            assert!(
+                r.kinds.contains_key(k),
+                "{}: no {k}: {:?}",
+                name(jdk),
+                r.kinds
+            );
+        }
+        assert_eq!(
+            r.kinds.get("java.io.RandomAccessFile.open"),
+            Some(&2),
+            "{}: {:?}",
+            name(jdk),
+            r.kinds
+        );
+
+        // Edited, under -Xcheck:jni.
+        let input = r.dir.path().join("in.txt");
+        std::fs::write(&input, "HELLO RANDOM\nSECOND LINE\nTHE END, NOW LONGER\n").unwrap();
+        let live = ok(
+            &java(jdk, r.dir.path(), &[], None, "RandomAccess", &args),
+            "live",
+        );
+        assert_ne!(live, r.out, "the edit is visible to a live run");
+        assert_replays(jdk, &r, &["-Xcheck:jni"], "RandomAccess", &args);
+        // Deleted, and the missing file now exists: the open still succeeds and the missing
+        // one still throws the recorded FileNotFoundException.
+        std::fs::remove_file(&input).unwrap();
+        std::fs::write(r.dir.path().join("missing.txt"), "now here\n").unwrap();
+        assert_replays(jdk, &r, &[], "RandomAccess", &args);
+
+        // Another path than recorded: the divergence report at the open, exit 86.
+        assert_diverges(
+            jdk,
+            &r,
+            "RandomAccess",
+            &["other.txt", "missing.txt"],
+            "java.io.RandomAccessFile.open",
+        );
+    }
+}
+
+fn meta_setup(d: &Path) {
+    let data = d.join("data");
+    std::fs::create_dir_all(data.join("sub")).unwrap();
+    std::fs::write(data.join("a.txt"), "aaa\n").unwrap();
+    std::fs::write(data.join("b.txt"), "bbbbbb\n").unwrap();
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_577_934_245);
+    std::fs::File::options()
+        .write(true)
+        .open(data.join("a.txt"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+}
+
+#[test]
+fn file_metadata_and_listings_replay_after_the_directory_changed() {
+    let args = ["data", "gone.txt"];
+    for jdk in jdks() {
+        let r = record(jdk, "FileMeta", &args, meta_setup);
+        for want in [
+            "data: exists true dir true file false",
+            "list a.txt,b.txt,sub",
+            "a.txt: file true dir false length 4 mtime 1577934245000 readable true",
+            "b.txt: file true dir false length 7 ",
+            "sub: file false dir true ",
+            "gone.txt: exists false length 0 mtime 0 list null",
+            "branch: no gone.txt",
+        ] {
+            assert!(r.out.contains(want), "{}: {want}:\n{}", name(jdk), r.out);
+        }
+        for k in [
+            "java.io.UnixFileSystem.getBooleanAttributes",
+            "java.io.UnixFileSystem.checkAccess",
+            "java.io.UnixFileSystem.getLastModifiedTime",
+            "java.io.UnixFileSystem.getLength",
+            "java.io.UnixFileSystem.list",
+        ] {
+            assert!(
+                r.kinds.contains_key(k),
+                "{}: no {k}: {:?}",
+                name(jdk),
+                r.kinds
+            );
+        }
+        // Class loading's lookups (Main.class in the class path directory, the JDK's files)
+        // are not events: exactly the program's three list calls are.
+        assert_eq!(
+            r.kinds.get("java.io.UnixFileSystem.list"),
+            Some(&3),
+            "{}: {:?}",
+            name(jdk),
+            r.kinds
+        );
+
+        // A file deleted, one edited, one added, a directory removed, the missing one made.
+        let data = r.dir.path().join("data");
+        std::fs::remove_file(data.join("a.txt")).unwrap();
+        std::fs::write(data.join("b.txt"), "more\n").unwrap();
+        std::fs::write(data.join("c.txt"), "c\n").unwrap();
+        std::fs::remove_dir(data.join("sub")).unwrap();
+        std::fs::write(r.dir.path().join("gone.txt"), "here\n").unwrap();
+        let live = ok(
+            &java(jdk, r.dir.path(), &[], None, "FileMeta", &args),
+            "live",
+        );
+        assert!(live.contains("branch: found gone.txt"), "{live}");
+        assert_replays(jdk, &r, &["-Xcheck:jni"], "FileMeta", &args);
+
+        // Asking about another path is a divergence at that call.
+        assert_diverges(
+            jdk,
+            &r,
+            "FileMeta",
+            &["data", "other.txt"],
+            "java.io.UnixFileSystem.getBooleanAttributes",
+        );
+    }
+}
+
+#[test]
+fn nio_reads_replay_and_a_failed_open_fails_the_same_way_after_the_file_appeared() {
+    let args = ["in.txt", "missing.txt"];
+    for jdk in jdks() {
+        let r = record(jdk, "NioRead", &args, |d| {
+            std::fs::write(d.join("in.txt"), "nio line one\nsecond\nend\n").unwrap();
+        });
+        for want in [
+            "readAllBytes 24 [nio line one|second|end|]",
+            "readString [nio line one|second|end|]",
+            "newInputStream 5 [nio l] next 105",
+            "lines 12,6,3",
+            "newBufferedReader [nio line one]",
+            "readAllLines 3",
+            "channel size 24 read 4 [nio ] position 4",
+            "channel pread 4 [ne o]",
+            "channel direct 3 [lin]",
+            "missing: java.nio.file.NoSuchFileException: missing.txt",
+        ] {
+            assert!(r.out.contains(want), "{}: {want}:\n{}", name(jdk), r.out);
+        }
+        // Seven opens of in.txt and one of missing.txt; class loading opens nothing here.
+        assert_eq!(
+            r.kinds.get("sun.nio.fs.UnixNativeDispatcher.open"),
+            Some(&8),
+            "{}: {:?}",
+            name(jdk),
+            r.kinds
+        );
+        for k in [
+            "sun.nio.ch.FileDispatcher.read",
+            "sun.nio.ch.FileDispatcher.pread",
+            "sun.nio.ch.FileDispatcher.size",
+            "sun.nio.ch.FileDispatcher.seek",
+        ] {
+            assert!(
+                r.kinds.contains_key(k),
+                "{}: no {k}: {:?}",
+                name(jdk),
+                r.kinds
+            );
+        }
+        // Closes are bookkeeping, not events.
+        assert!(
+            !r.kinds.keys().any(|k| k.contains("close")),
+            "{}: {:?}",
+            name(jdk),
+            r.kinds
+        );
+
+        let input = r.dir.path().join("in.txt");
+        std::fs::write(&input, "CHANGED LINE\nAND MORE\n").unwrap();
+        let live = ok(
+            &java(jdk, r.dir.path(), &[], None, "NioRead", &args),
+            "live",
+        );
+        assert_ne!(live, r.out, "the edit is visible to a live run");
+        assert_replays(jdk, &r, &["-Xcheck:jni"], "NioRead", &args);
+        // Deleted, and the missing file created: still the recorded bytes, and still
+        // NoSuchFileException for the file that now exists.
+        std::fs::remove_file(&input).unwrap();
+        std::fs::write(r.dir.path().join("missing.txt"), "here now\n").unwrap();
+        assert_replays(jdk, &r, &[], "NioRead", &args);
+
+        assert_diverges(
+            jdk,
+            &r,
+            "NioRead",
+            &["other.txt", "missing.txt"],
+            "sun.nio.fs.UnixNativeDispatcher.open",
+        );
+    }
+}

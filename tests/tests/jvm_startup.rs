@@ -1,0 +1,367 @@
+//! The JVM agent's class cache (jvm-agent/src/cache.rs): the first run scans the classes
+//! loaded before VMInit and remembers which boot classes call a clock; later runs hook the
+//! same classes from the cache without scanning. Every JDK present (17 and 25 here).
+//!
+//! Needs `cargo build --release -p replay-jvm` first (the agent is a cdylib).
+
+use replay_core::LogReader;
+use replay_tests::{release_artifact, run, Finished};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const JDK_HOMES: &[&str] = &[
+    "/usr/lib/jvm/java-17-openjdk-amd64",
+    "/usr/lib/jvm/temurin-25-jdk-amd64",
+];
+
+/// `Thread.join(long)` reads `System.nanoTime` inside `java.lang.Thread`, a class loaded
+/// before the agent's hook class exists: its calls are events only if VMInit retransformed
+/// Thread, which is what the cache decides.
+const PROGRAM: &str = r#"
+public class Startup {
+    public static void main(String[] a) throws Exception {
+        Thread t = new Thread(() -> {
+            try { Thread.sleep(300); } catch (InterruptedException e) { }
+        }, "sleeper");
+        t.start();
+        long t0 = System.nanoTime();
+        t.join(20);
+        long t1 = System.nanoTime();
+        System.out.println("join(20) returned after " + (t1 - t0) + " ns at " + System.currentTimeMillis());
+        t.join();
+    }
+}
+"#;
+
+struct Jdk {
+    home: PathBuf,
+    classes: tempfile::TempDir,
+}
+
+fn jdks() -> Vec<Jdk> {
+    let v: Vec<Jdk> = JDK_HOMES
+        .iter()
+        .map(PathBuf::from)
+        .filter(|h| h.join("bin/javac").is_file())
+        .map(|home| {
+            let classes = tempfile::tempdir().unwrap();
+            let src = classes.path().join("Startup.java");
+            std::fs::write(&src, PROGRAM).unwrap();
+            let out = run(Command::new(home.join("bin/javac"))
+                .arg("-d")
+                .arg(classes.path())
+                .arg(&src));
+            assert_eq!(out.code(), 0, "javac: {}", out.stderr);
+            Jdk { home, classes }
+        })
+        .collect();
+    assert!(!v.is_empty(), "no JDK found in {JDK_HOMES:?}");
+    v
+}
+
+fn name(jdk: &Jdk) -> String {
+    jdk.home.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// Runs the program under the agent with `opts`; `env` is set on top of a clean
+/// environment for the cache's location (HOME and XDG_CACHE_HOME are removed first).
+fn java(jdk: &Jdk, opts: &str, env: &[(&str, &Path)]) -> Finished {
+    let mut c = Command::new(jdk.home.join("bin/java"));
+    c.arg(format!(
+        "-agentpath:{}={opts}",
+        release_artifact("libreplay.so").display()
+    ))
+    .arg("-cp")
+    .arg(jdk.classes.path())
+    .arg("Startup")
+    .env_remove("JAVA_TOOL_OPTIONS")
+    .env_remove("JDK_JAVA_OPTIONS")
+    .env_remove("HOME")
+    .env_remove("XDG_CACHE_HOME");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let f = run(&mut c);
+    assert_eq!(
+        f.code(),
+        0,
+        "{} with {opts}: stdout {}\nstderr {}",
+        name(jdk),
+        f.stdout_text(),
+        f.stderr
+    );
+    f
+}
+
+/// Records with `opts` (plus the log); returns what it printed and its events by kind.
+fn record(jdk: &Jdk, log: &Path, opts: &str, env: &[(&str, &Path)]) -> (String, Kinds) {
+    let f = java(jdk, &format!("record,log={},{opts}", log.display()), env);
+    assert!(
+        !f.stderr.contains("replay:"),
+        "{}: the agent complained: {}",
+        name(jdk),
+        f.stderr
+    );
+    (f.stdout_text(), kinds(log))
+}
+
+type Kinds = BTreeMap<String, u64>;
+
+fn kinds(log: &Path) -> Kinds {
+    let mut r = LogReader::open(log).unwrap();
+    let mut ids: BTreeMap<u32, u64> = BTreeMap::new();
+    while let Some(b) = r.next_batch().unwrap() {
+        for run in b.runs {
+            for e in run.events {
+                *ids.entry(e.kind).or_default() += 1;
+            }
+        }
+    }
+    assert!(
+        matches!(r.end(), Some(replay_core::End::Complete(_))),
+        "log not closed cleanly: {:?}",
+        r.end()
+    );
+    ids.into_iter()
+        .map(|(k, n)| (r.strings().name(k).to_string(), n))
+        .collect()
+}
+
+fn nano(k: &Kinds) -> u64 {
+    k.get("java.lang.System.nanoTime").copied().unwrap_or(0)
+}
+
+/// The one cache file in `dir`.
+fn cache_file(dir: &Path) -> PathBuf {
+    let files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("no cache directory {}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
+}
+
+/// Rewrites a cache file with `from` replaced by `to` in its body; `reseal` recomputes the
+/// checksum of the `end` line (a forged but valid file), otherwise the file is damaged.
+fn edit_cache(file: &Path, from: &str, to: &str, reseal: bool) {
+    let text = std::fs::read_to_string(file).unwrap();
+    let end = text.trim_end().rfind('\n').unwrap() + 1;
+    let (body, tail) = text.split_at(end);
+    assert!(body.contains(from), "{from} not in the cache:\n{text}");
+    let body = body.replacen(from, to, 1);
+    let tail = if reseal {
+        let count = tail.split(' ').nth(1).unwrap();
+        format!(
+            "end {count} {:016x}\n",
+            replay_core::digest(&[body.as_bytes()])
+        )
+    } else {
+        tail.to_string()
+    };
+    std::fs::write(file, format!("{body}{tail}")).unwrap();
+}
+
+#[test]
+fn a_warm_cache_hooks_what_a_scan_hooks_and_replays_after_the_clock_moved() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let copt = format!("cache={}", cache.display());
+        let log = |n: &str| dir.path().join(format!("{n}.replay"));
+
+        let (_, cold) = record(&jdk, &log("cold"), &copt, &[]);
+        let file = cache_file(&cache);
+        let written = std::fs::read(&file).unwrap();
+        let text = String::from_utf8_lossy(&written).into_owned();
+        assert!(
+            text.contains("\n+ Ljava/lang/Thread;\n") && text.contains("\n- Ljava/lang/Object;\n"),
+            "{}: {text}",
+            name(&jdk)
+        );
+        // ImmutableCollections reads nanoTime in its static initializer only: once it ran,
+        // warm runs leave the class alone.
+        assert!(
+            text.contains("\nc Ljava/util/ImmutableCollections;\n"),
+            "{}: {text}",
+            name(&jdk)
+        );
+        // The hook class calls the real clocks by design: it is never retransformed.
+        assert!(!text.contains("ReplayHooks"), "{text}");
+
+        let (recorded, warm) = record(&jdk, &log("warm"), &copt, &[]);
+        let (_, scanned) = record(&jdk, &log("off"), "cache=off", &[]);
+        // Thread.join's reads are events with the cache as without it.
+        assert!(nano(&cold) >= 4, "{}: {cold:?}", name(&jdk));
+        assert_eq!(warm, cold, "{}: warm cache", name(&jdk));
+        assert_eq!(scanned, cold, "{}: cache off", name(&jdk));
+        assert_eq!(
+            std::fs::read(&file).unwrap(),
+            written,
+            "{}: a warm run rewrote the cache",
+            name(&jdk)
+        );
+
+        // Replay from the warm cache, later: the recorded times come back.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let replayed = java(
+            &jdk,
+            &format!("replay,log={},{copt}", log("warm").display()),
+            &[],
+        );
+        assert_eq!(replayed.stdout_text(), recorded, "{}", name(&jdk));
+        // A log recorded with the cache off replays with it on (the same classes are hooked).
+        let (rec_off, _) = record(&jdk, &log("off2"), "cache=off", &[]);
+        let replayed = java(
+            &jdk,
+            &format!("replay,log={},{copt}", log("off2").display()),
+            &[],
+        );
+        assert_eq!(replayed.stdout_text(), rec_off, "{}", name(&jdk));
+    }
+}
+
+#[test]
+fn the_cache_decides_what_is_hooked_and_a_damaged_one_is_ignored_and_rewritten() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let copt = format!("cache={}", cache.display());
+        let log = dir.path().join("a.replay");
+        let (_, honest) = record(&jdk, &log, &copt, &[]);
+        let file = cache_file(&cache);
+        let good = std::fs::read_to_string(&file).unwrap();
+
+        // A valid cache that calls Thread clean is believed: join's reads are not hooked.
+        // (This is why the key must change with the JDK.)
+        edit_cache(&file, "+ Ljava/lang/Thread;", "- Ljava/lang/Thread;", true);
+        let (_, forged) = record(&jdk, &log, &copt, &[]);
+        assert!(
+            nano(&forged) + 2 <= nano(&honest),
+            "{}: forged {forged:?}, honest {honest:?}",
+            name(&jdk)
+        );
+
+        // The same edit without the checksum: ignored, the classes are scanned, the file is
+        // written again.
+        std::fs::write(&file, &good).unwrap();
+        edit_cache(&file, "+ Ljava/lang/Thread;", "- Ljava/lang/Thread;", false);
+        let (_, damaged) = record(&jdk, &log, &copt, &[]);
+        assert_eq!(damaged, honest, "{}", name(&jdk));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), good);
+
+        // Garbage, and a cache of another JDK build (other key): the same.
+        std::fs::write(&file, "not a cache\n").unwrap();
+        let (_, garbage) = record(&jdk, &log, &copt, &[]);
+        assert_eq!(garbage, honest, "{}", name(&jdk));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), good);
+        edit_cache(&file, "key home=", "key home=/elsewhere", true);
+        edit_cache(&file, "+ Ljava/lang/Thread;", "- Ljava/lang/Thread;", true);
+        let (_, other) = record(&jdk, &log, &copt, &[]);
+        assert_eq!(other, honest, "{}", name(&jdk));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), good);
+    }
+}
+
+#[test]
+fn cache_location_follows_xdg_then_home_and_can_be_off_or_unwritable() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("a.replay");
+        let (xdg, home) = (dir.path().join("xdg"), dir.path().join("home"));
+        let env: [(&str, &Path); 2] = [("XDG_CACHE_HOME", &xdg), ("HOME", &home)];
+
+        let (_, off) = record(&jdk, &log, "cache=off", &env);
+        assert!(!xdg.exists() && !home.exists(), "cache=off wrote a cache");
+
+        let (_, via_xdg) = record(&jdk, &log, "", &env);
+        cache_file(&xdg.join("replay"));
+        assert!(!home.exists());
+        assert_eq!(via_xdg, off, "{}", name(&jdk));
+
+        let (_, via_home) = record(&jdk, &log, "", &env[1..]);
+        cache_file(&home.join(".cache/replay"));
+        assert_eq!(via_home, off, "{}", name(&jdk));
+
+        // No HOME, no XDG_CACHE_HOME: no cache, no complaint.
+        let (_, nowhere) = record(&jdk, &log, "", &[]);
+        assert_eq!(nowhere, off, "{}", name(&jdk));
+
+        // A cache directory that cannot be made (below a regular file): silently skipped.
+        let blocker = dir.path().join("file");
+        std::fs::write(&blocker, "x").unwrap();
+        let (_, blocked) = record(
+            &jdk,
+            &log,
+            &format!("cache={}", blocker.join("c").display()),
+            &[],
+        );
+        assert_eq!(blocked, off, "{}", name(&jdk));
+    }
+}
+
+#[test]
+fn no_cache_when_boot_classes_may_come_from_elsewhere() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let extra = dir.path().join("boot");
+        std::fs::create_dir(&extra).unwrap();
+        let patch = format!("java.base={}", extra.display());
+        let append = format!("-Xbootclasspath/a:{}", extra.display());
+        for jvm_args in [
+            vec!["--patch-module", patch.as_str()],
+            vec![append.as_str()],
+        ] {
+            let log = dir.path().join("a.replay");
+            let f = run(Command::new(jdk.home.join("bin/java"))
+                .args(&jvm_args)
+                .arg(format!(
+                    "-agentpath:{}=record,log={},cache={}",
+                    release_artifact("libreplay.so").display(),
+                    log.display(),
+                    cache.display()
+                ))
+                .arg("-cp")
+                .arg(jdk.classes.path())
+                .arg("Startup"));
+            assert_eq!(f.code(), 0, "{jvm_args:?}: {}", f.stderr);
+            assert!(
+                nano(&kinds(&log)) >= 4,
+                "{jvm_args:?}: Thread.join is still hooked"
+            );
+            assert!(
+                !cache.exists(),
+                "{}: {jvm_args:?} wrote a cache",
+                name(&jdk)
+            );
+        }
+    }
+}
+
+#[test]
+fn an_empty_cache_value_stops_the_jvm_with_one_line() {
+    for jdk in jdks() {
+        let f = run(Command::new(jdk.home.join("bin/java"))
+            .arg(format!(
+                "-agentpath:{}=record,cache=",
+                release_artifact("libreplay.so").display()
+            ))
+            .arg("-cp")
+            .arg(jdk.classes.path())
+            .arg("Startup"));
+        assert_ne!(f.code(), 0);
+        let ours: Vec<&str> = f
+            .stderr_lines()
+            .into_iter()
+            .filter(|l| l.starts_with("replay:"))
+            .collect();
+        assert_eq!(
+            ours,
+            ["replay: bad value '' for option 'cache': expected off, on or a directory"],
+            "{}",
+            f.stderr
+        );
+    }
+}
