@@ -10,7 +10,9 @@
 //! memory stays bounded however long the recording runs.
 
 use crate::event::Record;
-use crate::format::{BatchBuilder, HeaderInfo, PayloadRef, RunBuilder, TrailerInfo, MAX_PAYLOAD};
+use crate::format::{
+    record_size, BatchBuilder, HeaderInfo, PayloadRef, RunBuilder, TrailerInfo, MAX_PAYLOAD,
+};
 use crate::writer::LogWriter;
 use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
@@ -104,6 +106,9 @@ struct Local {
     chunk: Arc<Chunk>,
     len: usize,
     data_len: usize,
+    /// Estimated size of the records in `chunk`: records live beside the data arena, so
+    /// without this a chunk of 8192 large records (http bodies) outgrew a log frame.
+    rec_bytes: usize,
 }
 
 impl Drop for Local {
@@ -297,6 +302,10 @@ impl Recorder {
             d => d,
         };
         let dlen = data.map_or(0, |d| d.len());
+        let rlen = match payload {
+            PayloadRef::Record(r) => record_size(r),
+            _ => 0,
+        };
         // try_with: a C thread's own TLS destructors may still make calls after ours ran;
         // such an event is dropped (and counted), never a panic across the FFI boundary.
         let r = LOCAL.try_with(|l| {
@@ -307,9 +316,11 @@ impl Recorder {
             let local = l.as_mut().unwrap();
             if local.len == local.chunk.events.len()
                 || local.data_len + dlen > local.chunk.data.len()
+                || (local.len > 0 && local.rec_bytes + rlen > MAX_DATA)
             {
                 self.swap(local, dlen);
             }
+            local.rec_bytes += rlen;
             let c = &local.chunk;
             let i = local.len;
             if let Some(d) = data {
@@ -362,9 +373,13 @@ impl Recorder {
                 *l = Some(self.new_local(None));
             }
             let local = l.as_mut().unwrap();
-            if local.len == local.chunk.events.len() {
+            let rlen = record_size(&record);
+            if local.len == local.chunk.events.len()
+                || (local.len > 0 && local.rec_bytes + rlen > MAX_DATA)
+            {
                 self.swap(local, 0);
             }
+            local.rec_bytes += rlen;
             let c = &local.chunk;
             let i = local.len;
             c.records.lock().unwrap().push((i, record));
@@ -467,6 +482,7 @@ impl Recorder {
             chunk,
             len: 0,
             data_len: 0,
+            rec_bytes: 0,
         }
     }
 
@@ -536,6 +552,7 @@ impl Recorder {
         local.chunk = new;
         local.len = 0;
         local.data_len = 0;
+        local.rec_bytes = 0;
         let sig = &self.inner.signal;
         let mut st = sig.state.lock().unwrap();
         st.pending += 1;

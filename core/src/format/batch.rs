@@ -107,8 +107,28 @@ pub struct RunBuilder {
     lengths: Vec<u8>,
     blobs: Vec<u8>,
     records: Vec<Record>,
+    /// Encoded size of `records`, estimated: a batch of large records (64 KB http bodies)
+    /// must reach the byte bound like a batch of blobs, or its frame outgrows the format.
+    record_bytes: usize,
     deltas: Deltas,
     blob_prev: BlobPrev,
+}
+
+/// Approximate encoded size of a record: its bytes and text plus a word or two per field.
+pub fn record_size(r: &Record) -> usize {
+    r.fields
+        .iter()
+        .map(|f| {
+            24 + f.name.len()
+                + match &f.value {
+                    FieldValue::Text(t) => t.len(),
+                    FieldValue::Bytes(b) => b.len(),
+                    FieldValue::Record(r) => record_size(r),
+                    _ => 8,
+                }
+        })
+        .sum::<usize>()
+        + 16
 }
 
 impl RunBuilder {
@@ -128,6 +148,7 @@ impl RunBuilder {
             lengths: Vec::new(),
             blobs: Vec::new(),
             records: Vec::new(),
+            record_bytes: 0,
             deltas: Deltas::default(),
             blob_prev: BlobPrev::default(),
         }
@@ -154,6 +175,7 @@ impl RunBuilder {
             col.clear();
         }
         self.records.clear();
+        self.record_bytes = 0;
         self.deltas = Deltas::default();
         self.blob_prev.last.clear();
     }
@@ -177,7 +199,7 @@ impl RunBuilder {
             + self.errnos.len()
             + self.lengths.len()
             + self.blobs.len()
-            + self.records.len() * 64
+            + self.record_bytes
     }
 
     /// Appends one event. Sequence numbers must increase within a run.
@@ -202,6 +224,7 @@ impl RunBuilder {
                 (PayloadType::Ret, Some(ret as u64), errno, data)
             }
             PayloadRef::Record(r) => {
+                self.record_bytes += record_size(r);
                 self.records.push(r.clone());
                 (PayloadType::Record, None, 0, None)
             }

@@ -31,7 +31,7 @@ pub mod batch;
 pub mod frame;
 pub mod header;
 
-pub use batch::{BatchBuilder, DecodedBatch, DecodedRun, PayloadRef, RunBuilder};
+pub use batch::{record_size, BatchBuilder, DecodedBatch, DecodedRun, PayloadRef, RunBuilder};
 pub use frame::{FrameHeader, FrameType};
 pub use header::{HeaderInfo, TrailerInfo};
 
