@@ -2,6 +2,8 @@
 //! test programs against it, and running processes with a bound on their time (a hung
 //! child fails its test with what it printed, instead of hanging the suite).
 
+pub mod jvm;
+
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};

@@ -4,147 +4,9 @@
 //! Needs `cargo build --release -p replay-jvm` (the workspace build) first: the agent is a
 //! cdylib that tests cannot depend on.
 
-use replay_core::LogReader;
-use std::collections::HashMap;
+use replay_tests::jvm::{java, jdks, log_summary, name, ok, text, Jdk};
+use replay_tests::Finished;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
-
-const JDK_HOMES: &[&str] = &[
-    "/usr/lib/jvm/java-17-openjdk-amd64",
-    "/usr/lib/jvm/temurin-25-jdk-amd64",
-];
-
-struct Jdk {
-    home: PathBuf,
-    /// The test programs compiled by this JDK's javac.
-    classes: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-fn agent() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target"));
-    let so = target.join("release/libreplay.so");
-    assert!(
-        so.is_file(),
-        "{} is missing: run `cargo build --release -p replay-jvm` first",
-        so.display()
-    );
-    so
-}
-
-fn jdks() -> &'static [Jdk] {
-    static JDKS: OnceLock<Vec<Jdk>> = OnceLock::new();
-    JDKS.get_or_init(|| {
-        let v: Vec<Jdk> = JDK_HOMES
-            .iter()
-            .map(PathBuf::from)
-            .filter(|h| h.join("bin/javac").is_file())
-            .map(|home| {
-                let dir = tempfile::tempdir().unwrap();
-                let classes = dir.path().join("classes");
-                let sources: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/java"))
-                    .unwrap()
-                    .map(|e| e.unwrap().path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "java"))
-                    .collect();
-                let out = Command::new(home.join("bin/javac"))
-                    .arg("-d")
-                    .arg(&classes)
-                    .args(&sources)
-                    .output()
-                    .unwrap();
-                assert!(
-                    out.status.success(),
-                    "javac failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                Jdk {
-                    home,
-                    classes,
-                    _dir: dir,
-                }
-            })
-            .collect();
-        assert!(!v.is_empty(), "no JDK found in {JDK_HOMES:?}");
-        v
-    })
-}
-
-fn name(jdk: &Jdk) -> String {
-    jdk.home.file_name().unwrap().to_string_lossy().into_owned()
-}
-
-/// Runs `java [jvm_args] -agentpath:libreplay.so=<opts> -cp classes <main> [args]` in `cwd`.
-fn java(
-    jdk: &Jdk,
-    cwd: &Path,
-    jvm_args: &[&str],
-    opts: Option<&str>,
-    main: &str,
-    args: &[&str],
-) -> Output {
-    let mut c = Command::new(jdk.home.join("bin/java"));
-    c.current_dir(cwd).args(jvm_args);
-    if let Some(o) = opts {
-        c.arg(format!("-agentpath:{}={o}", agent().display()));
-    }
-    c.arg("-cp").arg(&jdk.classes).arg(main).args(args);
-    c.env_remove("JAVA_TOOL_OPTIONS")
-        .env_remove("JDK_JAVA_OPTIONS");
-    c.output().unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(o: &Output, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what}: {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-    text(&o.stdout)
-}
-
-/// Events in a log by kind name, and the thread names it lists.
-fn log_summary(path: &Path) -> (HashMap<String, u64>, Vec<String>) {
-    let mut r = LogReader::open(path).unwrap();
-    let mut kinds: Vec<(u32, u64)> = Vec::new();
-    while let Some(b) = r.next_batch().unwrap() {
-        for run in b.runs {
-            for e in run.events {
-                match kinds.iter_mut().find(|(k, _)| *k == e.kind) {
-                    Some(x) => x.1 += 1,
-                    None => kinds.push((e.kind, 1)),
-                }
-            }
-        }
-    }
-    assert!(
-        matches!(r.end(), Some(replay_core::End::Complete(_))),
-        "log not closed cleanly: {:?}",
-        r.end()
-    );
-    let by_name = kinds
-        .iter()
-        .map(|(k, n)| (r.strings().name(*k).to_string(), *n))
-        .collect();
-    let threads = r.threads().keys().map(|t| r.thread_name(*t)).collect();
-    (by_name, threads)
-}
 
 #[test]
 fn clocks_randomness_and_a_hot_loop_replay_identically_after_the_clock_moved() {
@@ -725,7 +587,7 @@ fn uuid_and_secure_random_replay_through_their_dev_urandom_reads() {
 }
 
 /// Records `Buffered <rec_arg>` and replays `Buffered <rep_arg>`: (recorded stdout, replay).
-fn buffered(jdk: &Jdk, dir: &Path, rec_arg: &[&str], rep_arg: &[&str]) -> (String, Output) {
+fn buffered(jdk: &Jdk, dir: &Path, rec_arg: &[&str], rep_arg: &[&str]) -> (String, Finished) {
     let log = dir.join(format!("b-{}.replay", rec_arg.join("-")));
     let recorded = ok(
         &java(

@@ -6,119 +6,10 @@
 //! Needs `cargo build --release -p replay-jvm` first: the agent is a cdylib that tests cannot
 //! depend on.
 
-use replay_core::LogReader;
-use replay_tests::{release_artifact, repo, run, Finished};
-use std::collections::HashMap;
+use replay_tests::jvm::{java, jdks, log_kinds as kinds, name, ok, Jdk};
+use replay_tests::Finished;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
-
-const JDK_HOMES: &[&str] = &[
-    "/usr/lib/jvm/java-17-openjdk-amd64",
-    "/usr/lib/jvm/temurin-25-jdk-amd64",
-];
-
-struct Jdk {
-    home: PathBuf,
-    /// The test programs compiled by this JDK's javac.
-    classes: PathBuf,
-    _dir: tempfile::TempDir,
-}
-
-fn jdks() -> &'static [Jdk] {
-    static JDKS: OnceLock<Vec<Jdk>> = OnceLock::new();
-    JDKS.get_or_init(|| {
-        let v: Vec<Jdk> = JDK_HOMES
-            .iter()
-            .map(PathBuf::from)
-            .filter(|h| h.join("bin/javac").is_file())
-            .map(|home| {
-                let dir = tempfile::tempdir().unwrap();
-                let classes = dir.path().join("classes");
-                let sources: Vec<PathBuf> = std::fs::read_dir(repo().join("tests/java"))
-                    .unwrap()
-                    .map(|e| e.unwrap().path())
-                    .filter(|p| p.extension().is_some_and(|e| e == "java"))
-                    .collect();
-                let out = run(Command::new(home.join("bin/javac"))
-                    .arg("-d")
-                    .arg(&classes)
-                    .args(&sources));
-                assert!(out.status.success(), "javac failed: {}", out.stderr);
-                Jdk {
-                    home,
-                    classes,
-                    _dir: dir,
-                }
-            })
-            .collect();
-        assert!(!v.is_empty(), "no JDK found in {JDK_HOMES:?}");
-        v
-    })
-}
-
-fn name(jdk: &Jdk) -> String {
-    jdk.home.file_name().unwrap().to_string_lossy().into_owned()
-}
-
-/// Runs `java [jvm_args] -agentpath:libreplay.so=<opts> -cp classes <main> [args]` in `cwd`.
-fn java(
-    jdk: &Jdk,
-    cwd: &Path,
-    jvm_args: &[&str],
-    opts: Option<&str>,
-    main: &str,
-    args: &[&str],
-) -> Finished {
-    let mut c = Command::new(jdk.home.join("bin/java"));
-    c.current_dir(cwd).args(jvm_args);
-    if let Some(o) = opts {
-        c.arg(format!(
-            "-agentpath:{}={o}",
-            release_artifact("libreplay.so").display()
-        ));
-    }
-    c.arg("-cp").arg(&jdk.classes).arg(main).args(args);
-    c.env_remove("JAVA_TOOL_OPTIONS")
-        .env_remove("JDK_JAVA_OPTIONS");
-    run(&mut c)
-}
-
-fn ok(o: &Finished, what: &str) -> String {
-    assert!(
-        o.status.success(),
-        "{what}: {:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        o.stdout_text(),
-        o.stderr
-    );
-    o.stdout_text()
-}
-
-/// Events in a log by kind name.
-fn kinds(path: &Path) -> HashMap<String, u64> {
-    let mut r = LogReader::open(path).unwrap();
-    let mut kinds: Vec<(u32, u64)> = Vec::new();
-    while let Some(b) = r.next_batch().unwrap() {
-        for run in b.runs {
-            for e in run.events {
-                match kinds.iter_mut().find(|(k, _)| *k == e.kind) {
-                    Some(x) => x.1 += 1,
-                    None => kinds.push((e.kind, 1)),
-                }
-            }
-        }
-    }
-    assert!(
-        matches!(r.end(), Some(replay_core::End::Complete(_))),
-        "log not closed cleanly: {:?}",
-        r.end()
-    );
-    kinds
-        .iter()
-        .map(|(k, n)| (r.strings().name(*k).to_string(), *n))
-        .collect()
-}
 
 /// Records `main args` in a fresh directory prepared by `setup`, checks the recorded output
 /// with `check`, lets `change` alter the files, replays (under `-Xcheck:jni` when `xcheck`)
@@ -128,7 +19,7 @@ struct Recorded {
     dir: tempfile::TempDir,
     log: PathBuf,
     out: String,
-    kinds: HashMap<String, u64>,
+    kinds: BTreeMap<String, u64>,
 }
 
 fn record(jdk: &Jdk, main: &str, args: &[&str], setup: impl Fn(&Path)) -> Recorded {

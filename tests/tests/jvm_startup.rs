@@ -4,16 +4,11 @@
 //!
 //! Needs `cargo build --release -p replay-jvm` first (the agent is a cdylib).
 
-use replay_core::LogReader;
-use replay_tests::{release_artifact, run, Finished};
+use replay_tests::jvm::{agent, jdk_homes, log_kinds as kinds, name, Jdk};
+use replay_tests::{run, Finished};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const JDK_HOMES: &[&str] = &[
-    "/usr/lib/jvm/java-17-openjdk-amd64",
-    "/usr/lib/jvm/temurin-25-jdk-amd64",
-];
 
 /// `Thread.join(long)` reads `System.nanoTime` inside `java.lang.Thread`, a class loaded
 /// before the agent's hook class exists: its calls are events only if VMInit retransformed
@@ -34,51 +29,28 @@ public class Startup {
 }
 "#;
 
-struct Jdk {
-    home: PathBuf,
-    classes: tempfile::TempDir,
-}
-
+/// Every JDK present, with PROGRAM compiled by its javac.
 fn jdks() -> Vec<Jdk> {
-    let v: Vec<Jdk> = JDK_HOMES
+    jdk_homes()
         .iter()
-        .map(PathBuf::from)
-        .filter(|h| h.join("bin/javac").is_file())
-        .map(|home| {
-            let classes = tempfile::tempdir().unwrap();
-            let src = classes.path().join("Startup.java");
-            std::fs::write(&src, PROGRAM).unwrap();
-            let out = run(Command::new(home.join("bin/javac"))
-                .arg("-d")
-                .arg(classes.path())
-                .arg(&src));
-            assert_eq!(out.code(), 0, "javac: {}", out.stderr);
-            Jdk { home, classes }
-        })
-        .collect();
-    assert!(!v.is_empty(), "no JDK found in {JDK_HOMES:?}");
-    v
+        .map(|home| Jdk::compile_source(home, "Startup", PROGRAM))
+        .collect()
 }
 
-fn name(jdk: &Jdk) -> String {
-    jdk.home.file_name().unwrap().to_string_lossy().into_owned()
-}
+type Kinds = BTreeMap<String, u64>;
 
 /// Runs the program under the agent with `opts`; `env` is set on top of a clean
 /// environment for the cache's location (HOME and XDG_CACHE_HOME are removed first).
 fn java(jdk: &Jdk, opts: &str, env: &[(&str, &Path)]) -> Finished {
     let mut c = Command::new(jdk.home.join("bin/java"));
-    c.arg(format!(
-        "-agentpath:{}={opts}",
-        release_artifact("libreplay.so").display()
-    ))
-    .arg("-cp")
-    .arg(jdk.classes.path())
-    .arg("Startup")
-    .env_remove("JAVA_TOOL_OPTIONS")
-    .env_remove("JDK_JAVA_OPTIONS")
-    .env_remove("HOME")
-    .env_remove("XDG_CACHE_HOME");
+    c.arg(format!("-agentpath:{}={opts}", agent().display()))
+        .arg("-cp")
+        .arg(&jdk.classes)
+        .arg("Startup")
+        .env_remove("JAVA_TOOL_OPTIONS")
+        .env_remove("JDK_JAVA_OPTIONS")
+        .env_remove("HOME")
+        .env_remove("XDG_CACHE_HOME");
     for (k, v) in env {
         c.env(k, v);
     }
@@ -104,28 +76,6 @@ fn record(jdk: &Jdk, log: &Path, opts: &str, env: &[(&str, &Path)]) -> (String, 
         f.stderr
     );
     (f.stdout_text(), kinds(log))
-}
-
-type Kinds = BTreeMap<String, u64>;
-
-fn kinds(log: &Path) -> Kinds {
-    let mut r = LogReader::open(log).unwrap();
-    let mut ids: BTreeMap<u32, u64> = BTreeMap::new();
-    while let Some(b) = r.next_batch().unwrap() {
-        for run in b.runs {
-            for e in run.events {
-                *ids.entry(e.kind).or_default() += 1;
-            }
-        }
-    }
-    assert!(
-        matches!(r.end(), Some(replay_core::End::Complete(_))),
-        "log not closed cleanly: {:?}",
-        r.end()
-    );
-    ids.into_iter()
-        .map(|(k, n)| (r.strings().name(k).to_string(), n))
-        .collect()
 }
 
 fn nano(k: &Kinds) -> u64 {
@@ -319,12 +269,12 @@ fn no_cache_when_boot_classes_may_come_from_elsewhere() {
                 .args(&jvm_args)
                 .arg(format!(
                     "-agentpath:{}=record,log={},cache={}",
-                    release_artifact("libreplay.so").display(),
+                    agent().display(),
                     log.display(),
                     cache.display()
                 ))
                 .arg("-cp")
-                .arg(jdk.classes.path())
+                .arg(&jdk.classes)
                 .arg("Startup"));
             assert_eq!(f.code(), 0, "{jvm_args:?}: {}", f.stderr);
             assert!(
@@ -344,12 +294,9 @@ fn no_cache_when_boot_classes_may_come_from_elsewhere() {
 fn an_empty_cache_value_stops_the_jvm_with_one_line() {
     for jdk in jdks() {
         let f = run(Command::new(jdk.home.join("bin/java"))
-            .arg(format!(
-                "-agentpath:{}=record,cache=",
-                release_artifact("libreplay.so").display()
-            ))
+            .arg(format!("-agentpath:{}=record,cache=", agent().display()))
             .arg("-cp")
-            .arg(jdk.classes.path())
+            .arg(&jdk.classes)
             .arg("Startup"));
         assert_ne!(f.code(), 0);
         let ours: Vec<&str> = f
