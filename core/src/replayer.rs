@@ -32,6 +32,13 @@ struct Queue {
     /// Kind (live string id) of the call that waits.
     waiting_kind: AtomicU64,
     claimed: AtomicBool,
+    /// Where the bound thread's unused events begin, published by that thread for
+    /// [`Replayer::finish`] (which runs on another thread, or after this one ended and took
+    /// its thread-locals with it): the sequence number of the next event of the batch it holds
+    /// (NONE when it holds none: the rest is in `batches`), and the earliest event in its
+    /// per-kind stashes (NONE when empty).
+    front: AtomicU64,
+    stash_front: AtomicU64,
 }
 
 impl Queue {
@@ -43,6 +50,8 @@ impl Queue {
             waiting_for: AtomicU64::new(NONE),
             waiting_kind: AtomicU64::new(0),
             claimed: AtomicBool::new(false),
+            front: AtomicU64::new(NONE),
+            stash_front: AtomicU64::new(NONE),
         })
     }
 }
@@ -116,6 +125,15 @@ impl Local {
             payload: crate::event::Payload::None,
         };
         std::mem::replace(&mut self.batch[self.pos], empty)
+    }
+
+    /// Moves past the event at the cursor and publishes the next one as the queue's front.
+    fn advance(&mut self) {
+        self.pos += 1;
+        if let Some(q) = &self.queue {
+            let next = self.batch.get(self.pos).map_or(NONE, |e| e.seq);
+            q.front.store(next, Ordering::Relaxed);
+        }
     }
 }
 
@@ -529,6 +547,7 @@ impl Replayer {
                             .ok()
                             .flatten()
                             .unwrap_or(0);
+                        self.publish_stash(local);
                         return Err(self.divergence(
                             DivergenceKind::Exhausted { recorded },
                             local,
@@ -537,7 +556,7 @@ impl Replayer {
                         ));
                     };
                     let ev = local.take();
-                    local.pos += 1;
+                    local.advance();
                     if k == kind {
                         break ev;
                     }
@@ -545,6 +564,7 @@ impl Replayer {
                         .try_with(|s| s.borrow_mut().entry((gen, k)).or_default().push_back(ev));
                 },
             };
+            self.publish_stash(local);
             if let Some(q) = &local.queue {
                 q.consumed
                     .store(q.consumed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
@@ -615,7 +635,7 @@ impl Replayer {
                     break;
                 }
                 let ev = local.take();
-                local.pos += 1;
+                local.advance();
                 if k == kind {
                     out.push(ev);
                 } else {
@@ -624,6 +644,7 @@ impl Replayer {
                         .try_with(|s| s.borrow_mut().entry((gen, k)).or_default().push_back(ev));
                 }
             }
+            self.publish_stash(local);
             let n = (out.len() - before) as u64;
             if n == 0 {
                 return;
@@ -668,22 +689,27 @@ impl Replayer {
             }
         });
         let _ = LOCAL.try_with(|l| {
-            if let Some(q) = l
-                .borrow()
-                .as_ref()
-                .filter(|x| x.gen == gen)
-                .and_then(|x| x.queue.as_ref())
-            {
+            let l = l.borrow();
+            let Some(local) = l.as_ref().filter(|x| x.gen == gen) else {
+                return;
+            };
+            if let Some(q) = &local.queue {
                 let c = q.consumed.load(Ordering::Relaxed);
                 q.consumed.store(c.saturating_sub(n), Ordering::Relaxed);
             }
+            self.publish_stash(local);
         });
     }
 
-    /// The earliest event [`Self::next_of`] stashed on this thread and no call took, if any.
-    fn first_stashed(&self) -> Option<u64> {
+    /// Publishes the earliest event [`Self::next_of`] stashed on this thread (and no call
+    /// took) as the queue's `stash_front`: the stash is a thread-local, gone when the thread
+    /// ends, and [`Self::finish`] may run on another thread.
+    fn publish_stash(&self, local: &Local) {
+        let Some(q) = &local.queue else {
+            return;
+        };
         let gen = self.inner.gen;
-        STASH
+        let first = STASH
             .try_with(|s| {
                 s.borrow()
                     .iter()
@@ -692,7 +718,9 @@ impl Replayer {
                     .min()
             })
             .ok()
-            .flatten()
+            .flatten();
+        q.stash_front
+            .store(first.unwrap_or(NONE), Ordering::Relaxed);
     }
 
     /// A mismatch found by a front end between an event it took with [`Self::next_run`] and
@@ -743,7 +771,7 @@ impl Replayer {
     }
 
     fn consume(&self, local: &mut Local, seq: u64) {
-        local.pos += 1;
+        local.advance();
         if let Some(q) = &local.queue {
             // Only the bound thread writes its counter: a plain store, not a locked add.
             q.consumed
@@ -765,7 +793,17 @@ impl Replayer {
         }
         let q = local.queue.clone()?;
         loop {
-            if let Some(b) = q.batches.lock().unwrap().pop_front() {
+            let popped = {
+                let mut batches = q.batches.lock().unwrap();
+                let b = batches.pop_front();
+                // Under the lock: finish, reading both under it, sees the batch in one place.
+                if let Some(b) = &b {
+                    q.front
+                        .store(b.first().map_or(NONE, |e| e.seq), Ordering::Relaxed);
+                }
+                b
+            };
+            if let Some(b) = popped {
                 local.batch = b;
                 local.pos = 0;
                 if !local.batch.is_empty() {
@@ -907,7 +945,9 @@ impl Replayer {
     }
 
     /// Checks that the recording was used up. Reads the rest of the log to count what is
-    /// left; in strict mode the first unconsumed event is the cursor's.
+    /// left, and names the earliest event left unused and its thread: wherever it waits (a
+    /// thread's batch or queue, a per-kind stash of [`Self::next_of`], events given back by
+    /// [`Self::unread_of`]), in either order, and after the thread that held it ended.
     pub fn finish(&self) -> Result<(), Box<Divergence>> {
         if self.is_live() {
             return Ok(());
@@ -928,8 +968,16 @@ impl Replayer {
         if consumed >= total {
             return Ok(());
         }
-        let local = self.current_thread();
-        let (thread, name) = local.unwrap_or((0, "main".into()));
+        let cursor = self.inner.cursor.load(Ordering::Acquire);
+        let (thread, name, seq) = match self.first_left() {
+            Some((seq, id)) => (id, self.recorded_name(id), seq),
+            // Only events of threads the log never declared can be unaccounted for: name the
+            // cursor (strict: the first unconsumed event) and the calling thread.
+            None => {
+                let (t, n) = self.current_thread().unwrap_or((0, "main".into()));
+                (t, n, cursor)
+            }
+        };
         let tmp = Local {
             gen: 0,
             thread,
@@ -938,8 +986,7 @@ impl Replayer {
             pos: 0,
             name,
         };
-        let cursor = self.inner.cursor.load(Ordering::Acquire);
-        let mut d = self.divergence(
+        let d = self.divergence(
             DivergenceKind::Leftover {
                 left: total - consumed,
                 total,
@@ -953,28 +1000,41 @@ impl Replayer {
                 context: None,
             },
         );
-        d.seq = if self.inner.strict {
-            cursor
-        } else {
-            // Relaxed: no global cursor; name the earliest event still queued for a thread.
-            let queues = self.inner.queues.read().unwrap();
-            queues
-                .values()
-                .filter_map(|q| {
-                    q.batches
-                        .lock()
-                        .unwrap()
-                        .front()
-                        .and_then(|b| b.first())
-                        .map(|e| e.seq)
-                })
-                .min()
-                .unwrap_or(cursor)
-        };
-        if let Some(first) = self.first_stashed() {
-            d.seq = d.seq.min(first);
-        }
-        Err(d)
+        Err(d.with_seq(seq))
+    }
+
+    /// The earliest unconsumed event of any thread, as (sequence number, recorded thread):
+    /// the minimum of what each queue's thread published (its batch's next event, its stash's
+    /// first) and of the batches still in the queue. Each thread's own events are in order
+    /// there, so the minimum is the first one left.
+    fn first_left(&self) -> Option<(u64, u32)> {
+        let queues = self.inner.queues.read().unwrap();
+        queues
+            .iter()
+            .filter_map(|(id, q)| {
+                let batches = q.batches.lock().unwrap();
+                let queued = batches
+                    .iter()
+                    .find_map(|b| b.first())
+                    .map_or(NONE, |e| e.seq);
+                let first = q
+                    .front
+                    .load(Ordering::Relaxed)
+                    .min(q.stash_front.load(Ordering::Relaxed))
+                    .min(queued);
+                (first != NONE).then_some((first, *id))
+            })
+            .min()
+    }
+
+    /// The recorded name of logical thread `id`, as the reports name threads.
+    fn recorded_name(&self, id: u32) -> String {
+        let src = self.inner.source.lock().unwrap();
+        src.names
+            .iter()
+            .find(|(i, _)| *i == id)
+            .and_then(|(_, n)| n.clone())
+            .unwrap_or_else(|| format!("thread-{id}"))
     }
 
     /// How the log ended, once it has been read to its end.

@@ -141,7 +141,12 @@ impl Divergence {
                 let _ = writeln!(s, "            {line}");
             }
         }
-        let before = events_before(&self.log, self.seq, 5);
+        let (before, at) = events_before(&self.log, self.seq, 5);
+        if let (DivergenceKind::Leftover { .. }, Some(at)) = (&self.kind, at) {
+            // Which call was never made, and on which thread (the headline gives only its
+            // number).
+            let _ = writeln!(s, "  first not replayed: {at}");
+        }
         if !before.is_empty() {
             let _ = writeln!(s, "  recorded events before #{}:", self.seq);
             for l in before {
@@ -186,17 +191,20 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
-/// Up to `n` events before `seq`, one line each, as `replay dump` prints them.
-fn events_before(log: &std::path::Path, seq: u64, n: u64) -> Vec<String> {
+/// Up to `n` events before `seq`, and the event `seq` itself if the log has it, one line
+/// each, as `replay dump` prints them.
+fn events_before(log: &std::path::Path, seq: u64, n: u64) -> (Vec<String>, Option<String>) {
     let Ok(reader) = LogReader::open(log) else {
-        return Vec::new();
+        return (Vec::new(), None);
     };
     let mut it = Ordered::new(reader);
     let from = seq.saturating_sub(n);
     let mut out = Vec::new();
     while let Some(e) = it.next() {
         if e.seq >= seq {
-            break;
+            let at = (e.seq == seq)
+                .then(|| format_event(&e, it.reader.strings(), &it.reader.thread_name(e.thread)));
+            return (out, at);
         }
         if e.seq >= from {
             out.push(format_event(
@@ -206,7 +214,7 @@ fn events_before(log: &std::path::Path, seq: u64, n: u64) -> Vec<String> {
             ));
         }
     }
-    out
+    (out, None)
 }
 
 /// One event as a line of text (the format of `replay dump`).

@@ -140,6 +140,48 @@ function bytesOf(view) {
   return Buffer.from(view.buffer, view.byteOffset, view.byteLength);
 }
 
+// readv: an array of ArrayBufferViews (anything else Node rejects, and the call runs real).
+function viewList(buffers) {
+  return Array.isArray(buffers) && buffers.every((b) => ArrayBuffer.isView(b));
+}
+
+// The event input of a readv: the buffers' sizes and the position (Node reads on from the
+// descriptor's position for anything but a number or bigint).
+function readvInput(buffers, position) {
+  const pos = typeof position === 'number' || typeof position === 'bigint' ? position : '-';
+  return `v${buffers.map((b) => b.byteLength).join(',')} ${pos}`;
+}
+
+// The first n bytes a readv spread over `buffers`, as one Buffer.
+function gather(buffers, n) {
+  const out = Buffer.alloc(n);
+  let at = 0;
+  for (const b of buffers) {
+    if (at >= n) break;
+    at += bytesOf(b).copy(out, at, 0, Math.min(b.byteLength, n - at));
+  }
+  return out;
+}
+
+// The recorded bytes of a readv back into the program's buffers, in order.
+function scatter(buffers, data) {
+  let at = 0;
+  for (const b of buffers) {
+    if (at >= data.length) break;
+    at += data.copy(bytesOf(b), 0, at);
+  }
+}
+
+// A Dirent from a Dir as recorded ([name, parentPath, type], as in listings; null at the
+// end), and back.
+function encodeDirent(d) {
+  return d === null ? null : [d.name, d.parentPath === undefined ? d.path : d.parentPath, direntType(d)];
+}
+
+function decodeDirent(x) {
+  return x === null ? null : new fs.Dirent(x[0], x[2], x[1]);
+}
+
 function install(ev) {
   const replaying = ev.mode === 'replay';
   const promises = fs.promises;
@@ -173,9 +215,24 @@ function install(ev) {
     access: [fs, 'access'],
     promisesAccess: [promises, 'access'],
     createReadStream: [fs, 'createReadStream'],
+    realpathSync: [fs, 'realpathSync'],
+    realpath: [fs, 'realpath'],
+    promisesRealpath: [promises, 'realpath'],
+    readlinkSync: [fs, 'readlinkSync'],
+    readlink: [fs, 'readlink'],
+    promisesReadlink: [promises, 'readlink'],
+    opendirSync: [fs, 'opendirSync'],
+    opendir: [fs, 'opendir'],
+    promisesOpendir: [promises, 'opendir'],
+    readvSync: [fs, 'readvSync'],
+    readv: [fs, 'readv'],
   };
   const real = {};
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) real[name] = obj[prop];
+  // The .native forms hang off the real functions (which keep them: putting those back
+  // restores these too); the hooks get hooked ones.
+  real.realpathSyncNative = fs.realpathSync.native;
+  real.realpathNative = fs.realpath.native;
 
   const K = {};
   const kind = (name, kindName) => {
@@ -183,13 +240,17 @@ function install(ev) {
   };
   for (const name of ['readFileSync', 'readFile', 'openSync', 'open', 'readSync', 'read', 'close', 'existsSync',
     'exists', 'statSync', 'lstatSync', 'fstatSync', 'stat', 'lstat', 'fstat', 'readdirSync', 'readdir',
-    'accessSync', 'access', 'createReadStream']) {
+    'accessSync', 'access', 'createReadStream', 'realpathSync', 'realpath', 'readlinkSync', 'readlink',
+    'opendirSync', 'opendir', 'readvSync', 'readv']) {
     kind(name, `node.fs.${name}`);
   }
-  for (const name of ['readFile', 'open', 'stat', 'lstat', 'readdir', 'access']) {
+  kind('realpathSyncNative', 'node.fs.realpathSync.native');
+  kind('realpathNative', 'node.fs.realpath.native');
+  for (const name of ['readFile', 'open', 'stat', 'lstat', 'readdir', 'access', 'realpath', 'readlink', 'opendir']) {
     kind(`promises${name[0].toUpperCase()}${name.slice(1)}`, `node.fs.promises.${name}`);
   }
-  for (const name of ['read', 'readFile', 'stat', 'close']) kind(`fh.${name}`, `node.fs.FileHandle.${name}`);
+  for (const name of ['read', 'readv', 'readFile', 'stat', 'close']) kind(`fh.${name}`, `node.fs.FileHandle.${name}`);
+  for (const name of ['read', 'readSync', 'close', 'closeSync']) kind(`dir.${name}`, `node.fs.Dir.${name}`);
 
   // Prototypes of what statSync returns, to rebuild recorded stats in replay.
   const statsProto = Object.getPrototypeOf(real.statSync('/'));
@@ -267,10 +328,10 @@ function install(ev) {
   // A call returning a promise: one event at the call, its settlement a completion delivered
   // in recorded order. `goLive()` runs the call for real when replay went live.
   function promiseCall(k, name, input, goLive, enc, dec) {
-    const key = ev.opKey(`${name} ${input}`);
     if (replaying) {
       const v = ev.replay(k, input);
       if (v === ev.LIVE) return ev.live(goLive);
+      const key = ev.opKey(`${name} ${input}`);
       return new Promise((resolve, reject) => {
         ev.await(key, (r) => {
           if (r === ev.LIVE) goLive().then(resolve, reject);
@@ -279,8 +340,12 @@ function install(ev) {
         });
       });
     }
+    // The call event after the real call: one that throws at once (Dir.read() on a closed
+    // Dir) is no event, and takes no key.
+    const pending = ev.live(goLive);
+    const key = ev.opKey(`${name} ${input}`);
     ev.record(k, input, null);
-    return ev.live(goLive).then(
+    return pending.then(
       (v) => {
         complete(key, () => ({ v: enc(v) }));
         return v;
@@ -783,6 +848,17 @@ function install(ev) {
     read(fh, where, fn, args) {
       return handleRead(fh, where, fn, args);
     },
+    readv(fh, where, fn, args) {
+      const [buffers, position] = args;
+      if (!viewList(buffers)) return fn.apply(fh, args); // Node rejects it
+      return promiseCall(K['fh.readv'], 'FileHandle.readv', `${where} ${readvInput(buffers, position)}`,
+        () => fn.apply(fh, args),
+        (r) => ({ n: r.bytesRead, data: gather(r.buffers, r.bytesRead) }),
+        (v) => {
+          scatter(buffers, v.data);
+          return { __proto__: null, bytesRead: v.n, buffers };
+        });
+    },
     readFile(fh, where, fn, args) {
       return promiseCall(K['fh.readFile'], 'FileHandle.readFile', `${where} ${encodingOf(args[0])}`,
         () => fn.apply(fh, args), same, same);
@@ -871,6 +947,8 @@ function install(ev) {
       return readline.createInterface({ input: this.createReadStream(options), crlfDelay: Infinity });
     }
   }
+  // The lengths of Node's FileHandle methods.
+  const HANDLE_LENGTHS = { read: 4, readv: 2, readFile: 1, stat: 1 };
   for (const [name, method] of Object.entries(handleMethods)) {
     if (name === 'close') continue;
     Object.defineProperty(FileHandle.prototype, name, {
@@ -878,7 +956,7 @@ function install(ev) {
       writable: true,
       value: like(function () {
         return method(this, handleWhere.get(this), wentLive, [...arguments]);
-      }, { name, length: name === 'read' ? 4 : 1 }),
+      }, { name, length: HANDLE_LENGTHS[name] }),
     });
   }
 
@@ -897,6 +975,241 @@ function install(ev) {
         return fh;
       });
   }, real.promisesOpen);
+
+  // realpath and readlink: (path, [options]) -> a path (a string, or a Buffer for encoding
+  // 'buffer'). The .native forms (libuv's realpath(3) instead of Node's walk of the path in
+  // JS: their results can differ, /proc links for one) are kinds of their own. The module
+  // loaders resolve every require through fs.realpathSync: Node's caller, so no event.
+  const syncByPath = (name, opts, enc, dec) =>
+    like(function (p, options) {
+      if (!ev.on || ev.busy || fromNode()) return real[name].apply(this, arguments);
+      const where = pathOf(p);
+      if (where === null) return real[name].apply(this, arguments);
+      return syncCall(K[name], `${where} ${opts(options)}`, this, arguments, real[name], enc, dec);
+    }, real[name]);
+  const pathArgs = (v) => [v];
+  hooks.realpathSync = syncByPath('realpathSync', encodingOf);
+  hooks.realpathSync.native = syncByPath('realpathSyncNative', encodingOf);
+  hooks.realpath = byPath('realpath', encodingOf, same, pathArgs);
+  hooks.realpath.native = byPath('realpathNative', encodingOf, same, pathArgs);
+  hooks.promisesRealpath = promiseByPath('promisesRealpath', encodingOf, same, same);
+  hooks.readlinkSync = syncByPath('readlinkSync', encodingOf);
+  hooks.readlink = byPath('readlink', encodingOf, same, pathArgs);
+  hooks.promisesReadlink = promiseByPath('promisesReadlink', encodingOf, same, same);
+
+  // fs.readvSync / fs.readv on a hooked descriptor: the bytes read, put back into the
+  // program's buffers in replay.
+  hooks.readvSync = like(function readvSync(fd, buffers, position) {
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || !viewList(buffers) || fromNode()) {
+      return real.readvSync.apply(this, arguments);
+    }
+    const input = `${hookedFds.get(fd)} ${readvInput(buffers, position)}`;
+    return syncCall(K.readvSync, input, this, arguments, real.readvSync,
+      (n) => ({ n, data: gather(buffers, n) }),
+      (v) => {
+        scatter(buffers, v.data);
+        return v.n;
+      });
+  }, real.readvSync);
+
+  hooks.readv = like(function readv(fd, buffers, position) {
+    const args = [...arguments];
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || !viewList(buffers) || typeof args[args.length - 1] !== 'function' ||
+      fromNode()) {
+      return real.readv.apply(this, args);
+    }
+    const input = `${hookedFds.get(fd)} ${readvInput(buffers, args.length > 3 ? position : null)}`;
+    return callbackCall(K.readv, 'readv', input, this, args, real.readv,
+      (n) => ({ n, data: gather(buffers, n) }),
+      (v) => {
+        scatter(buffers, v.data);
+        return [v.n, buffers];
+      });
+  }, real.readv);
+
+  // Directories read entry by entry: fs.opendirSync / fs.opendir / fs.promises.opendir.
+  // Record: Node's Dir, its read/readSync/close/closeSync/entries hooked on the instance
+  // (async iteration included: Node's entries() calls Dir internals, which would read
+  // unrecorded). Each read is an event (its Dirent, or null at the end), as each close, in
+  // the order the program made them; the async ones complete in recorded order. Replay: a Dir
+  // of ours that answers the same methods from the log and holds no descriptor.
+  //
+  // Calls on a closed Dir throw or fail at once in Node (ERR_DIR_CLOSED) and are no events.
+  // Both runs tell them by the same state, kept here per Dir: closed at a close() or
+  // closeSync() call, as Node's (a closeSync that fails because an operation is under way
+  // leaves it open). Record hands such calls to Node's Dir, replay to `dead` below.
+  const dirState = new WeakMap();
+  // Argument forms Node rejects at once (a callback that is no function): not hooked.
+  const badCallback = (cb) => cb !== undefined && typeof cb !== 'function';
+
+  // Each takes the Dir, its state, the function that does the real thing (record: Node's
+  // method; replay: what runs when replay went live) and the call's arguments.
+  const dirMethods = {
+    readSync(dir, st, fn, args) {
+      return syncCall(K['dir.readSync'], st.where, dir, args, fn, encodeDirent, decodeDirent);
+    },
+    read(dir, st, fn, args) {
+      if (args[0] === undefined) {
+        return promiseCall(K['dir.read'], 'Dir.read', st.where, () => fn.apply(dir, args), encodeDirent,
+          decodeDirent);
+      }
+      return callbackCall(K['dir.read'], 'Dir.read', st.where, dir, args, fn, encodeDirent,
+        (x) => [decodeDirent(x)]);
+    },
+    close(dir, st, fn, args) {
+      st.closed = true;
+      if (args[0] === undefined) {
+        return promiseCall(K['dir.close'], 'Dir.close', st.where, () => fn.apply(dir, args), same, same);
+      }
+      return callbackCall(K['dir.close'], 'Dir.close', st.where, dir, args, fn, none, noArgs);
+    },
+    closeSync(dir, st, fn, args) {
+      try {
+        const r = syncCall(K['dir.closeSync'], st.where, dir, args, fn);
+        st.closed = true;
+        return r;
+      } catch (e) {
+        st.closed = !e || e.code !== 'ERR_DIR_CONCURRENT_OPERATION';
+        throw e;
+      }
+    },
+  };
+
+  // True when method `name` called with `args` on a Dir in state `st` is an event (the
+  // sync ones take no callback: their arguments are ignored, as Node does).
+  const dirEvent = (name, st, args) => !st.closed && (name.endsWith('Sync') || !badCallback(args[0]));
+
+  // Node's entries(), over the (hooked) read() and close() of `this`.
+  const dirEntries = like(async function* entries() {
+    try {
+      while (true) {
+        const dirent = await this.read();
+        if (dirent === null) break;
+        yield dirent;
+      }
+    } finally {
+      await this.close();
+    }
+  }, fs.Dir.prototype.entries);
+
+  function hookDir(dir, where) {
+    const st = { where, path: dir.path, closed: false };
+    dirState.set(dir, st);
+    for (const [name, method] of Object.entries(dirMethods)) {
+      const fn = dir[name];
+      Object.defineProperty(dir, name, {
+        configurable: true,
+        writable: true,
+        value: like(function () {
+          if (!ev.on || ev.busy || !dirEvent(name, st, arguments) || fromNode()) return fn.apply(this, arguments);
+          return method(this, st, fn, [...arguments]);
+        }, fn),
+      });
+    }
+    for (const key of ['entries', Symbol.asyncIterator]) {
+      const fn = dir[key];
+      Object.defineProperty(dir, key, {
+        configurable: true,
+        writable: true,
+        value: like(function () {
+          if (!ev.on || ev.busy || fromNode()) return fn.apply(this, arguments);
+          return dirEntries.apply(this, arguments);
+        }, fn),
+      });
+    }
+    return dir;
+  }
+
+  // A real Dir, closed at once (made at first need): the replayed Dir hands the calls that
+  // are no events to it, for Node's own errors (ERR_DIR_CLOSED; ERR_INVALID_ARG_TYPE for a
+  // callback of a wrong type), thrown or passed on as Node does.
+  let dead = null;
+  const deadDir = () => {
+    if (dead === null) {
+      dead = ev.live(() => real.opendirSync('/'));
+      dead.closeSync();
+    }
+    return dead;
+  };
+  const dirGone = () => new Error('replay went live: a replayed Dir has no directory to read');
+  // Named as Node's class (and one of its instances for instanceof fs.Dir); its state is in
+  // dirState, so util.inspect shows no fields.
+  class Dir {
+    get path() {
+      return dirState.get(this).path;
+    }
+
+    read(callback) {
+      const st = dirState.get(this);
+      if (!dirEvent('read', st, arguments)) {
+        // Node's read checks for a closed Dir before the callback's type, its close the
+        // other way round: so the closed Dir's read and close give Node's error each.
+        return st.closed ? deadDir().read(callback) : deadDir().close(callback);
+      }
+      const live = callback === undefined ? () => Promise.reject(dirGone()) : (cb) => process.nextTick(cb, dirGone());
+      return dirMethods.read(this, st, live, [callback]);
+    }
+
+    readSync() {
+      const st = dirState.get(this);
+      if (st.closed) return deadDir().readSync();
+      return dirMethods.readSync(this, st, () => {
+        throw dirGone();
+      }, []);
+    }
+
+    close(callback) {
+      const st = dirState.get(this);
+      if (!dirEvent('close', st, arguments)) return deadDir().close(callback);
+      const live = callback === undefined ? () => Promise.resolve() : (cb) => process.nextTick(cb, null);
+      return dirMethods.close(this, st, live, [callback]);
+    }
+
+    closeSync() {
+      const st = dirState.get(this);
+      if (st.closed) return deadDir().closeSync();
+      return dirMethods.closeSync(this, st, () => undefined, []);
+    }
+  }
+  Object.setPrototypeOf(Dir.prototype, fs.Dir.prototype);
+  for (const key of ['entries', Symbol.asyncIterator]) {
+    Object.defineProperty(Dir.prototype, key, { configurable: true, writable: true, value: dirEntries });
+  }
+
+  // `path`: the recorded Dir's (a string or Buffer: Node's, from a file: URL too); `where`:
+  // the path the program named, which its reads' events are named by.
+  const newDir = (path, where) => {
+    const dir = new Dir();
+    dirState.set(dir, { path, where, closed: false });
+    return dir;
+  };
+
+  hooks.opendirSync = like(function opendirSync(p, options) {
+    if (!ev.on || ev.busy || fromNode()) return real.opendirSync.apply(this, arguments);
+    const where = pathOf(p);
+    if (where === null) return real.opendirSync.apply(this, arguments);
+    return syncCall(K.opendirSync, `${where} ${dirOpts(options)}`, this, arguments, real.opendirSync,
+      (dir) => hookDir(dir, where).path, (path) => newDir(path, where));
+  }, real.opendirSync);
+
+  hooks.opendir = like(function opendir(p, options) {
+    const args = [...arguments];
+    const where = pathOf(p);
+    if (!ev.on || ev.busy || where === null || typeof args[args.length - 1] !== 'function' || fromNode()) {
+      return real.opendir.apply(this, args);
+    }
+    const o = args.length > 2 ? options : undefined;
+    return callbackCall(K.opendir, 'opendir', `${where} ${dirOpts(o)}`, this, args, real.opendir,
+      (dir) => hookDir(dir, where).path, (path) => [newDir(path, where)]);
+  }, real.opendir);
+
+  hooks.promisesOpendir = like(function opendir(p, options) {
+    const where = pathOf(p);
+    if (!ev.on || ev.busy || where === null || fromNode()) return real.promisesOpendir.apply(this, arguments);
+    const args = arguments;
+    return promiseCall(K.promisesOpendir, 'promises.opendir', `${where} ${dirOpts(options)}`,
+      () => real.promisesOpendir.apply(this, args), (dir) => hookDir(dir, where).path, (path) => newDir(path, where));
+  }, real.promisesOpendir);
 
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) obj[prop] = hooks[name];
   ev.onDisable(() => {
