@@ -24,7 +24,7 @@
 //! recorded bytes. A recorded exception is thrown again, same class and message.
 
 use crate::{agent, clear_exception, fsmeta, guarded, java_stack, nio, Agent};
-use jni::objects::{JByteArray, JClass, JObject, JString, JThrowable};
+use jni::objects::{JByteArray, JClass, JFieldID, JObject, JString, JThrowable};
 use jni::signature::{Primitive, ReturnType};
 use jni::sys::{
     jboolean, jbyteArray, jclass, jint, jlong, jmethodID, jobject, jstring, JNIEnv as RawJniEnv,
@@ -49,7 +49,7 @@ const DISPATCHER: &[&str] = &[
 ];
 
 /// Number of wrapped natives.
-pub const COUNT: usize = 27;
+pub const COUNT: usize = 38;
 
 /// The wrapped natives, in kind order: (declaring classes, names on JDK 17 / later JDKs,
 /// descriptor).
@@ -99,6 +99,21 @@ const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
     (UND, &["close0"], "(I)V"),
     (&["Ljava/io/FileDescriptor;"], &["close0"], "()V"),
     (&["Ljava/io/FileCleanable;"], &["cleanupClose0"], "(IJ)V"),
+    // NIO metadata (`Files.exists`, `isDirectory`, `size`, `readAttributes`, `isReadable`,
+    // ...) and directory streams (`Files.list`, `newDirectoryStream`, `walk`), src/nio.rs.
+    // JDK 17 throws UnixException from stat0/access0 and has stat1/exists0; JDK 25 returns
+    // the errno from stat0/access0 instead: each descriptor is its own entry.
+    (UND, &["stat0"], "(JLsun/nio/fs/UnixFileAttributes;)V"),
+    (UND, &["stat0"], "(JLsun/nio/fs/UnixFileAttributes;)I"),
+    (UND, &["lstat0"], "(JLsun/nio/fs/UnixFileAttributes;)V"),
+    (UND, &["stat1"], "(J)I"),
+    (UND, &["access0"], "(JI)V"),
+    (UND, &["access0"], "(JI)I"),
+    (UND, &["exists0"], "(J)Z"),
+    (UND, &["opendir0"], "(J)J"),
+    (UND, &["fdopendir"], "(I)J"),
+    (UND, &["readdir", "readdir0"], "(J)[B"),
+    (UND, &["closedir"], "(J)V"),
 ];
 
 /// Kind names, indexed like [`NATIVES`].
@@ -130,6 +145,18 @@ pub const KINDS: [&str; COUNT] = [
     "sun.nio.fs.UnixNativeDispatcher.close",
     "java.io.FileDescriptor.close",
     "java.io.FileCleanable.cleanupClose",
+    // The two forms of stat0 and access0 record the same payload: one kind each.
+    "sun.nio.fs.UnixNativeDispatcher.stat",
+    "sun.nio.fs.UnixNativeDispatcher.stat",
+    "sun.nio.fs.UnixNativeDispatcher.lstat",
+    "sun.nio.fs.UnixNativeDispatcher.stat1",
+    "sun.nio.fs.UnixNativeDispatcher.access",
+    "sun.nio.fs.UnixNativeDispatcher.access",
+    "sun.nio.fs.UnixNativeDispatcher.exists",
+    "sun.nio.fs.UnixNativeDispatcher.opendir",
+    "sun.nio.fs.UnixNativeDispatcher.fdopendir",
+    "sun.nio.fs.UnixNativeDispatcher.readdir",
+    "sun.nio.fs.UnixNativeDispatcher.closedir",
 ];
 const OPEN: usize = 0;
 const READ: usize = 1;
@@ -158,6 +185,17 @@ pub(crate) const NIO_OPEN: usize = 23;
 pub(crate) const NIO_CLOSE: usize = 24;
 pub(crate) const FD_CLOSE: usize = 25;
 pub(crate) const CLEANUP_CLOSE: usize = 26;
+pub(crate) const NIO_STAT: usize = 27;
+pub(crate) const NIO_STAT_ERRNO: usize = 28;
+pub(crate) const NIO_LSTAT: usize = 29;
+pub(crate) const NIO_STAT_MODE: usize = 30;
+pub(crate) const NIO_ACCESS: usize = 31;
+pub(crate) const NIO_ACCESS_ERRNO: usize = 32;
+pub(crate) const NIO_EXISTS: usize = 33;
+pub(crate) const NIO_OPENDIR: usize = 34;
+pub(crate) const NIO_FDOPENDIR: usize = 35;
+pub(crate) const NIO_READDIR: usize = 36;
+pub(crate) const NIO_CLOSEDIR: usize = 37;
 /// `RandomAccessFile`'s mode bit for "r": only read-only opens are events (a file opened for
 /// writing must really be open in replay, so it stays live).
 const RAF_O_RDONLY: jint = 1;
@@ -212,7 +250,18 @@ fn wrapper(i: usize) -> *mut c_void {
         NIO_OPEN => nio::open0 as nio::OpenFn as *mut c_void,
         NIO_CLOSE => nio::close0 as nio::CloseFn as *mut c_void,
         FD_CLOSE => nio::fd_close0 as nio::FdCloseFn as *mut c_void,
-        _ => nio::cleanup_close0 as nio::CleanupFn as *mut c_void,
+        CLEANUP_CLOSE => nio::cleanup_close0 as nio::CleanupFn as *mut c_void,
+        NIO_STAT => nio::stat0 as nio::StatFn as *mut c_void,
+        NIO_STAT_ERRNO => nio::stat0_errno as nio::StatErrnoFn as *mut c_void,
+        NIO_LSTAT => nio::lstat0 as nio::StatFn as *mut c_void,
+        NIO_STAT_MODE => nio::stat1 as nio::ModeFn as *mut c_void,
+        NIO_ACCESS => nio::access0 as nio::AccessFn as *mut c_void,
+        NIO_ACCESS_ERRNO => nio::access0_errno as nio::AccessErrnoFn as *mut c_void,
+        NIO_EXISTS => nio::exists0 as nio::ExistsFn as *mut c_void,
+        NIO_OPENDIR => nio::opendir0 as nio::OpendirFn as *mut c_void,
+        NIO_FDOPENDIR => nio::fdopendir as nio::FdopendirFn as *mut c_void,
+        NIO_READDIR => nio::readdir as nio::ReaddirFn as *mut c_void,
+        _ => nio::closedir as nio::ClosedirFn as *mut c_void,
     }
 }
 
@@ -549,7 +598,7 @@ fn open_stream(raw: *mut RawJniEnv, this: jobject, path: jstring, i: usize, live
                     None => {
                         let id = NEXT_STREAM.fetch_add(1, Ordering::Relaxed);
                         // An untagged stream is simply live; recording the open still holds.
-                        tag_stream(&mut c, this, id);
+                        tag_stream(&mut c, this, i, id);
                         record_one(c.a, i, digest, id, None, None);
                     }
                 }
@@ -565,7 +614,7 @@ fn open_stream(raw: *mut RawJniEnv, this: jobject, path: jstring, i: usize, live
                     } else {
                         NEXT_STREAM.fetch_add(1, Ordering::Relaxed)
                     };
-                    if !tag_stream(&mut c, this, id) {
+                    if !tag_stream(&mut c, this, i, id) {
                         // The stream could not be marked: open it for real instead.
                         return None;
                     }
@@ -576,17 +625,29 @@ fn open_stream(raw: *mut RawJniEnv, this: jobject, path: jstring, i: usize, live
     })
 }
 
-/// Marks a stream and its FileDescriptor (which its channel reads through) as stream `id`.
-/// Returns whether the stream itself got the tag.
-fn tag_stream(c: &mut Call, this: jobject, id: jlong) -> bool {
+/// Marks a stream and its FileDescriptor (which its channel reads through) as stream `id`;
+/// `open` is the open's kind (FileInputStream's or RandomAccessFile's). Returns whether the
+/// stream itself got the tag.
+fn tag_stream(c: &mut Call, this: jobject, open: usize, id: jlong) -> bool {
     if c.a.jvmti.set_tag(this, id).is_err() {
         return false;
     }
+    static FIS_FD: OnceLock<JFieldID> = OnceLock::new();
+    static RAF_FD: OnceLock<JFieldID> = OnceLock::new();
+    let (cache, class) = if open == RAF_OPEN {
+        (&RAF_FD, "java/io/RandomAccessFile")
+    } else {
+        (&FIS_FD, "java/io/FileInputStream")
+    };
+    let fd_sig = "Ljava/io/FileDescriptor;";
+    let Some(field) = fsmeta::field_id(&mut c.env, cache, class, "fd", fd_sig) else {
+        return true;
+    };
     // SAFETY: `this` is the native's receiver, a live local reference we do not delete.
     let stream = unsafe { JObject::from_raw(this) };
     match c
         .env
-        .get_field(&stream, "fd", "Ljava/io/FileDescriptor;")
+        .get_field_unchecked(&stream, field, ReturnType::Object)
         .and_then(|v| v.l())
     {
         Ok(fd) if !fd.is_null() => {
@@ -623,23 +684,35 @@ fn scalar(raw: *mut RawJniEnv, this: jobject, i: usize, arg: i64, live: impl Fn(
     run(KINDS[i], live, |call| {
         let stream = stream_for(raw, this, i)?;
         let mut c = begin(raw)?;
-        let digest = stream_digest(stream, arg);
-        match &c.a.core.session {
-            Session::Record(_) => {
-                let r = call();
-                let ex = pending_exception(&mut c.env);
-                record_one(c.a, i, digest, r, ex.as_deref(), None);
-                Some(r)
-            }
-            Session::Replay(_) => {
-                let o = replay_one(&mut c, i, digest)?;
-                if o.thrown {
-                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
-                }
-                Some(o.ret)
-            }
-        }
+        scalar_event(&mut c, i, stream_digest(stream, arg), call)
     })
+}
+
+/// Records or replays one event call `i` returning a number: in record `call` runs it live and
+/// the number, or the exception it left pending, is the payload; in replay the recorded number
+/// comes back, or the recorded exception is thrown again. The stream calls here and the path
+/// calls of src/fsmeta.rs share it; they differ only in their input digest.
+pub(crate) fn scalar_event(
+    c: &mut Call,
+    i: usize,
+    digest: u64,
+    call: &dyn Fn() -> i64,
+) -> Option<i64> {
+    match &c.a.core.session {
+        Session::Record(_) => {
+            let r = call();
+            let ex = pending_exception(&mut c.env);
+            record_one(c.a, i, digest, r, ex.as_deref(), None);
+            Some(r)
+        }
+        Session::Replay(_) => {
+            let o = replay_one(c, i, digest)?;
+            if o.thrown {
+                throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
+            }
+            Some(o.ret)
+        }
+    }
 }
 
 unsafe extern "system" fn read0(raw: *mut RawJniEnv, this: jobject) -> jint {

@@ -18,11 +18,12 @@
 //!   class-path directory as data therefore gets live metadata there.
 
 use crate::fileio::{
-    begin, is_class_path, orig, pending_exception, record_one, replay_one, run, throw_recorded,
-    KINDS, META_ACCESS, META_ATTRS, META_LENGTH, META_LIST, META_MTIME,
+    begin, is_class_path, orig, pending_exception, record_one, replay_one, run, scalar_event,
+    throw_recorded, KINDS, META_ACCESS, META_ATTRS, META_LENGTH, META_LIST, META_MTIME,
 };
 use crate::{agent, clear_exception};
-use jni::objects::{JObject, JObjectArray, JString};
+use jni::objects::{JFieldID, JObject, JObjectArray, JString};
+use jni::signature::ReturnType;
 use jni::sys::{jboolean, jint, jlong, jobject, jobjectArray, JNIEnv as RawJniEnv};
 use jni::JNIEnv;
 use replay_core::session::Session;
@@ -73,10 +74,46 @@ pub(crate) fn stays_live(path: &str, roots: &[PathBuf]) -> bool {
     if is_class_path(path) {
         return true;
     }
-    match std::path::absolute(Path::new(path)) {
-        Ok(abs) => roots.iter().any(|r| abs.starts_with(r)),
-        Err(_) => true, // an empty path: the live call answers it, the same in replay
+    if path.is_empty() {
+        return true; // the live call answers it, the same in replay
     }
+    let p = Path::new(path);
+    if p.is_absolute() {
+        return roots.iter().any(|r| p.starts_with(r));
+    }
+    // A Java program cannot change the working directory, so it is looked up once (a
+    // `getcwd` per call was a tenth of a recorded `File.exists`).
+    static CWD: OnceLock<Option<PathBuf>> = OnceLock::new();
+    match CWD.get_or_init(|| std::env::current_dir().ok()) {
+        Some(cwd) => {
+            let abs = cwd.join(p);
+            roots.iter().any(|r| abs.starts_with(r))
+        }
+        None => true,
+    }
+}
+
+/// A field's ID, looked up once per process (`cache`) in a boot class, whose IDs stay valid:
+/// looking a field up by name on every call parses its signature each time.
+pub(crate) fn field_id(
+    env: &mut JNIEnv,
+    cache: &OnceLock<JFieldID>,
+    class: &str,
+    name: &str,
+    sig: &str,
+) -> Option<JFieldID> {
+    if let Some(id) = cache.get() {
+        return Some(*id);
+    }
+    let id = env.get_field_id(class, name, sig);
+    let id = match id {
+        Ok(id) => id,
+        Err(_) => {
+            clear_exception(env);
+            return None;
+        }
+    };
+    Some(*cache.get_or_init(|| id))
 }
 
 /// The `path` of a `java.io.File`, if this call on it may be an event.
@@ -89,8 +126,16 @@ fn event_path(raw: *mut RawJniEnv, file: jobject) -> Option<String> {
     // SAFETY: the thread's JNIEnv; `file` is the call's argument (a local reference).
     let mut env = unsafe { JNIEnv::from_raw(raw) }.ok()?;
     let f = unsafe { JObject::from_raw(file) };
+    static PATH: OnceLock<JFieldID> = OnceLock::new();
+    let id = field_id(
+        &mut env,
+        &PATH,
+        "java/io/File",
+        "path",
+        "Ljava/lang/String;",
+    )?;
     let p = match env
-        .get_field(&f, "path", "Ljava/lang/String;")
+        .get_field_unchecked(&f, id, ReturnType::Object)
         .and_then(|v| v.l())
     {
         Ok(p) if !p.is_null() => p,
@@ -106,8 +151,10 @@ fn event_path(raw: *mut RawJniEnv, file: jobject) -> Option<String> {
     (!stays_live(&name, live_roots())).then_some(name)
 }
 
-fn path_digest(path: &str, arg: i64) -> u64 {
-    replay_core::digest(&[path.as_bytes(), &arg.to_le_bytes()])
+/// The input digest of a call on a path (java.io here, NIO in src/nio.rs): the path and the
+/// call's argument (an access mode, or 0).
+pub(crate) fn path_digest(path: &[u8], arg: i64) -> u64 {
+    replay_core::digest(&[path, &arg.to_le_bytes()])
 }
 
 /// A metadata call returning a number: the number is the payload.
@@ -115,22 +162,7 @@ fn scalar(raw: *mut RawJniEnv, file: jobject, i: usize, arg: i64, live: impl Fn(
     run(KINDS[i], live, |call| {
         let path = event_path(raw, file)?;
         let mut c = begin(raw)?;
-        let digest = path_digest(&path, arg);
-        match &c.a.core.session {
-            Session::Record(_) => {
-                let r = call();
-                let ex = pending_exception(&mut c.env);
-                record_one(c.a, i, digest, r, ex.as_deref(), None);
-                Some(r)
-            }
-            Session::Replay(_) => {
-                let o = replay_one(&mut c, i, digest)?;
-                if o.thrown {
-                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
-                }
-                Some(o.ret)
-            }
-        }
+        scalar_event(&mut c, i, path_digest(path.as_bytes(), arg), call)
     })
 }
 
@@ -167,7 +199,7 @@ pub unsafe extern "system" fn list(raw: *mut RawJniEnv, this: jobject, f: jobjec
     run(KINDS[META_LIST], live, |call| {
         let path = event_path(raw, f)?;
         let mut c = begin(raw)?;
-        let digest = path_digest(&path, 0);
+        let digest = path_digest(path.as_bytes(), 0);
         match &c.a.core.session {
             Session::Record(_) => {
                 let r = call();
@@ -269,5 +301,12 @@ mod tests {
             !stays_live("/app/classes-data/x", &roots),
             "prefix is by component"
         );
+        // Relative paths are taken against the working directory.
+        let cwd = std::env::current_dir().unwrap();
+        let roots = [cwd.join("classes")];
+        assert!(stays_live("classes/META-INF/x", &roots));
+        assert!(stays_live("./classes/x", &roots));
+        assert!(!stays_live("data/x", &roots));
+        assert!(stays_live("", &roots), "an empty path is answered live");
     }
 }

@@ -1,0 +1,223 @@
+//! The JVM agent's NIO metadata and directory-stream hooks (issue 4): `Files.exists`,
+//! `notExists`, `isDirectory`, `isRegularFile`, `size`, `getLastModifiedTime`,
+//! `readAttributes`, `isReadable`/`isWritable`, and `Files.list`, `newDirectoryStream`,
+//! `walk`, on every JDK present (17 and 25 here: their natives differ). Each test records
+//! tests/java/NioMeta.java, changes the directory tree it looked at, replays and expects the
+//! recorded output byte for byte, or a divergence report for a changed program.
+//!
+//! Needs `cargo build --release -p replay-jvm` first: the agent is a cdylib that tests cannot
+//! depend on.
+
+use replay_tests::jvm::{java, jdks, log_kinds, name, ok, Jdk};
+use replay_tests::Finished;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const ARGS: [&str; 2] = ["data", "gone.txt"];
+
+struct Recorded {
+    dir: tempfile::TempDir,
+    log: PathBuf,
+    out: String,
+    kinds: BTreeMap<String, u64>,
+}
+
+/// A directory `data` with two files (one with a fixed mtime) and a subdirectory.
+fn setup(d: &Path) {
+    let data = d.join("data");
+    std::fs::create_dir_all(data.join("sub")).unwrap();
+    std::fs::write(data.join("a.txt"), "aaa\n").unwrap();
+    std::fs::write(data.join("b.txt"), "bbbbbb\n").unwrap();
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_577_934_245);
+    std::fs::File::options()
+        .write(true)
+        .open(data.join("a.txt"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+}
+
+/// Records NioMeta in a fresh directory made by [`setup`]; record must say nothing.
+fn record(jdk: &Jdk) -> Recorded {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    let log = dir.path().join("run.replay");
+    let opts = format!("record,log={}", log.display());
+    let o = java(jdk, dir.path(), &[], Some(&opts), "NioMeta", &ARGS);
+    let out = ok(&o, &format!("{}: record", name(jdk)));
+    assert!(
+        o.stderr.trim().is_empty(),
+        "{}: record said:\n{}",
+        name(jdk),
+        o.stderr
+    );
+    let kinds = log_kinds(&log);
+    Recorded {
+        dir,
+        log,
+        out,
+        kinds,
+    }
+}
+
+fn replay(jdk: &Jdk, r: &Recorded, jvm_args: &[&str], args: &[&str]) -> Finished {
+    let opts = format!("replay,log={}", r.log.display());
+    java(jdk, r.dir.path(), jvm_args, Some(&opts), "NioMeta", args)
+}
+
+fn assert_replays(jdk: &Jdk, r: &Recorded, jvm_args: &[&str]) {
+    let o = replay(jdk, r, jvm_args, &ARGS);
+    assert_eq!(ok(&o, "replay"), r.out, "{} {jvm_args:?}", name(jdk));
+    assert!(
+        o.stderr.trim().is_empty(),
+        "{}: replay said:\n{}",
+        name(jdk),
+        o.stderr
+    );
+}
+
+fn is_jdk17(jdk: &Jdk) -> bool {
+    name(jdk).contains("17")
+}
+
+#[test]
+fn nio_metadata_and_directory_streams_replay_after_the_tree_changed() {
+    for jdk in jdks() {
+        let r = record(jdk);
+        for want in [
+            "gone.txt: size NoSuchFileException(gone.txt)",
+            "data: exists true notExists false dir true file false readable true nofollow true",
+            "list a.txt,b.txt,sub",
+            "glob *.txt [a.txt, b.txt]",
+            "walk ,a.txt,b.txt,sub",
+            "a.txt: file true dir false size 4 mtime 1577934245000 attrs [true false 4 1577934245000 key ",
+            "b.txt: file true dir false size 7 ",
+            "text [bbbbbb]",
+            "sub: file false dir true ",
+            "gone.txt: exists false notExists true dir false readable false \
+             attrs NoSuchFileException(gone.txt) list NoSuchFileException(gone.txt)",
+            "branch: no gone.txt",
+        ] {
+            assert!(r.out.contains(want), "{}: {want}:\n{}", name(jdk), r.out);
+        }
+        // JDK 17 answers isDirectory/isRegularFile with stat1 and exists with exists0; JDK 25
+        // has neither and uses stat0 and access0.
+        let mut expected = vec![
+            "sun.nio.fs.UnixNativeDispatcher.stat",
+            "sun.nio.fs.UnixNativeDispatcher.lstat",
+            "sun.nio.fs.UnixNativeDispatcher.access",
+            "sun.nio.fs.UnixNativeDispatcher.fdopendir",
+            "sun.nio.fs.UnixNativeDispatcher.readdir",
+        ];
+        if is_jdk17(jdk) {
+            expected.extend([
+                "sun.nio.fs.UnixNativeDispatcher.stat1",
+                "sun.nio.fs.UnixNativeDispatcher.exists",
+            ]);
+        }
+        for k in expected {
+            assert!(
+                r.kinds.contains_key(k),
+                "{}: no {k}: {:?}",
+                name(jdk),
+                r.kinds
+            );
+        }
+        // Exactly the program's listings: four of data (".", "..", 3 entries, the end) and
+        // walk's one of sub (".", "..", the end). Class loading lists nothing here.
+        assert_eq!(
+            r.kinds.get("sun.nio.fs.UnixNativeDispatcher.readdir"),
+            Some(&27),
+            "{}: {:?}",
+            name(jdk),
+            r.kinds
+        );
+        assert_eq!(
+            r.kinds.get("sun.nio.fs.UnixNativeDispatcher.fdopendir"),
+            Some(&5),
+            "{}: {:?}",
+            name(jdk),
+            r.kinds
+        );
+        // closedir is bookkeeping, not an event.
+        assert!(
+            !r.kinds.keys().any(|k| k.contains("close")),
+            "{}: {:?}",
+            name(jdk),
+            r.kinds
+        );
+
+        // A file deleted, one edited, one added, the subdirectory removed, the missing file
+        // made: a live run sees all of it, the replay (under -Xcheck:jni) none.
+        let d = r.dir.path();
+        let data = d.join("data");
+        std::fs::remove_file(data.join("a.txt")).unwrap();
+        std::fs::write(data.join("b.txt"), "more\n").unwrap();
+        std::fs::write(data.join("c.txt"), "c\n").unwrap();
+        std::fs::remove_dir(data.join("sub")).unwrap();
+        std::fs::write(d.join("gone.txt"), "here\n").unwrap();
+        let live = ok(&java(jdk, d, &[], None, "NioMeta", &ARGS), "live");
+        assert!(live.contains("list b.txt,c.txt"), "{live}");
+        assert!(live.contains("branch: found gone.txt"), "{live}");
+        assert_replays(jdk, &r, &["-Xcheck:jni"]);
+
+        // The whole directory gone and a file in its place: still the recorded tree.
+        std::fs::remove_dir_all(&data).unwrap();
+        std::fs::write(&data, "not a directory\n").unwrap();
+        assert_replays(jdk, &r, &[]);
+    }
+}
+
+#[test]
+fn a_changed_program_gets_the_divergence_report_at_the_first_different_call() {
+    for jdk in jdks() {
+        let r = record(jdk);
+        // Another path: the first call (Files.size, a stat on both JDKs) asks about it.
+        let o = replay(jdk, &r, &[], &["data", "other.txt"]);
+        assert_eq!(o.code(), 86, "{}: {}", name(jdk), o.stderr);
+        assert!(o.stderr.contains("DIVERGENCE"), "{}", o.stderr);
+        assert!(
+            o.stderr
+                .contains("expected: sun.nio.fs.UnixNativeDispatcher.stat "),
+            "{}: {}",
+            name(jdk),
+            o.stderr
+        );
+        assert!(
+            o.stderr.contains("at java.base/java.nio.file.Files.size("),
+            "{}",
+            o.stderr
+        );
+
+        // One more question before the listing: the program asks isExecutable where the
+        // recording opened the directory for Files.list.
+        let o = replay(jdk, &r, &[], &["data", "gone.txt", "extra"]);
+        assert_eq!(o.code(), 86, "{}: {}", name(jdk), o.stderr);
+        assert!(
+            o.stderr
+                .contains("expected: sun.nio.fs.UnixNativeDispatcher.open "),
+            "{}: {}",
+            name(jdk),
+            o.stderr
+        );
+        assert!(
+            o.stderr
+                .contains("actual:   sun.nio.fs.UnixNativeDispatcher.access "),
+            "{}: {}",
+            name(jdk),
+            o.stderr
+        );
+        assert!(
+            o.stderr.contains("at NioMeta.main(NioMeta.java"),
+            "the report has the Java stack: {}",
+            o.stderr
+        );
+        // Up to the divergence the replayed output is the recorded one.
+        let first_lines: String = r.out.lines().take(2).map(|l| format!("{l}\n")).collect();
+        assert!(
+            o.stdout_text().starts_with(&first_lines),
+            "{}",
+            o.stdout_text()
+        );
+    }
+}
