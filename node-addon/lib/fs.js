@@ -9,8 +9,11 @@
 // calls fs.access, fs.realpath fs.lstat, a ReadStream fs.open/fs.read/fs.close, fs.rmSync's
 // rimraf lstatSync/readdirSync): those are part of a call the program made, live or hooked as
 // a whole. They are told apart by their caller (a frame in Node's own code), which costs a
-// stack capture per call (4-6 us measured on the test VM, about what a stat call itself takes;
-// see README.md "Files" for the figures).
+// stack capture per call (fromNode: one frame, ~3 us measured on the test VM, about what a
+// stat call itself takes; see README.md "Files" for the figures). No cheaper signal covers
+// them all: the internals that destructure fs at their lazy load (rimraf, cp) hold the hooks
+// themselves, and the async ones (fs.realpath's lstat, a ReadStream's reads) call them from
+// callbacks, after any flag set around their entry point is gone.
 const fs = require('fs');
 const { Readable } = require('stream');
 const EventEmitter = require('events');
@@ -45,25 +48,39 @@ const PASS_THROUGH = new Set([
 
 const callSites = (_, cs) => cs;
 
-// True when the hooked function was called by Node's own code (see the header).
-function fromNode() {
+// Per caller file: whether it is Node's own code (a handful of files; saves the string tests).
+const nodeFile = new Map();
+
+// True when `hook` (the hooked function now running) was called by Node's own code (see the
+// header). The stack is captured from the hook's caller on (`hook` as the constructor
+// argument: V8 leaves out the frames up to it) and only one frame is taken, which saves a
+// CallSite and a frame walked. The capture itself is most of the cost and does not shrink
+// with the limit (measured ~2.4 us for limit 1 and for limit 40 frames deep, ~0.8 us more
+// to read the CallSites).
+function fromNode(hook) {
   const prepare = Error.prepareStackTrace;
   const limit = Error.stackTraceLimit;
   let sites;
   try {
     Error.prepareStackTrace = callSites;
-    Error.stackTraceLimit = 2;
+    Error.stackTraceLimit = 1;
     const holder = {};
-    Error.captureStackTrace(holder, fromNode);
+    Error.captureStackTrace(holder, hook);
     sites = holder.stack;
   } finally {
     Error.prepareStackTrace = prepare;
     Error.stackTraceLimit = limit;
   }
-  // [0] is the hook, [1] its caller.
-  const caller = Array.isArray(sites) && sites[1];
+  const caller = Array.isArray(sites) && sites[0];
   const file = caller && caller.getFileName && caller.getFileName();
-  return typeof file === 'string' && file.startsWith('node:') && !PASS_THROUGH.has(file);
+  if (typeof file !== 'string') return false;
+  let mine = nodeFile.get(file);
+  if (mine === undefined) {
+    mine = file.startsWith('node:') && !PASS_THROUGH.has(file);
+    // Only Node's files are kept: the program's are not bounded (eval, vm scripts).
+    if (file.startsWith('node:')) nodeFile.set(file, mine);
+  }
+  return mine;
 }
 
 // Keeps the real function's name and length on a hook, and its symbol-keyed properties: the
@@ -79,17 +96,66 @@ function like(hook, real) {
   return hook;
 }
 
+// The real Date constructor: index.js puts a function of its own named Date in front of it
+// (its prototype chain leads to the real one). Dates made from recorded times with it skip
+// that hook's argument check (measured ~5% of a replayed statSync).
+const RealDate = (() => {
+  const up = Object.getPrototypeOf(Date);
+  return typeof up === 'function' && up.name === 'Date' && up.prototype === Date.prototype ? up : Date;
+})();
+
 const DATE_KEYS = ['atime', 'mtime', 'ctime', 'birthtime'];
 
+// The own keys of Node's Stats and BigIntStats, in their order (numbers or bigints, then the
+// Dates), read from real results at install.
+let numKeys = null;
+let bigKeys = null;
+
+// The keys before the Dates, or null when the Dates are not the last four keys (not seen; a
+// future Node): then Stats are recorded field by field.
+function statsLayout(s) {
+  const keys = Object.keys(s);
+  const n = keys.length - DATE_KEYS.length;
+  if (n < 1 || DATE_KEYS.some((k, i) => keys[n + i] !== k)) return null;
+  return keys.slice(0, n);
+}
+
+// Whether `own` (a Stats' keys) is `keys` followed by the Dates.
+function sameLayout(own, keys) {
+  if (keys === null || own.length !== keys.length + DATE_KEYS.length) return false;
+  for (let i = 0; i < keys.length; i++) if (own[i] !== keys[i]) return false;
+  for (let i = 0; i < DATE_KEYS.length; i++) if (own[keys.length + i] !== DATE_KEYS[i]) return false;
+  return true;
+}
+
+// A Stats as recorded. The common case is one array in Node's key order: `a` holds the
+// numeric fields, then the four Dates' times; `A` (BigIntStats) the bigint fields as decimal
+// strings, then the Dates' times. An array and not an object of named fields: recording
+// spent ~7 us of ~20 for a statSync copying and writing the 18 names; and plain JSON, not
+// the bytes of a Float64Array, which were cheaper to record but costlier to replay (a Buffer
+// made per replayed event). No bigint or Buffer in it: the JSON has no codec marker, so
+// replay parses it without a reviver. A Stats whose keys differ from the layout of this
+// Node's Stats (not seen) is recorded field by field as before; replay reads both forms.
 function encodeStats(s) {
   if (s === undefined) return { none: true };
+  const big = typeof s.size === 'bigint';
+  const keys = big ? bigKeys : numKeys;
+  const own = Object.keys(s);
+  if (sameLayout(own, keys)) {
+    const n = keys.length;
+    const a = new Array(n + DATE_KEYS.length);
+    if (big) for (let i = 0; i < n; i++) a[i] = s[keys[i]].toString();
+    else for (let i = 0; i < n; i++) a[i] = s[keys[i]];
+    for (let i = 0; i < DATE_KEYS.length; i++) a[n + i] = s[DATE_KEYS[i]].getTime();
+    return big ? { A: a } : { a };
+  }
   const f = {};
   const d = {};
-  for (const key of Object.keys(s)) {
+  for (const key of own) {
     if (DATE_KEYS.includes(key)) d[key] = s[key].getTime();
     else f[key] = s[key];
   }
-  return { big: typeof s.size === 'bigint', f, d };
+  return { big, f, d };
 }
 
 // The option parts that change a result, for the event input.
@@ -253,14 +319,32 @@ function install(ev) {
   for (const name of ['read', 'readSync', 'close', 'closeSync']) kind(`dir.${name}`, `node.fs.Dir.${name}`);
 
   // Prototypes of what statSync returns, to rebuild recorded stats in replay.
-  const statsProto = Object.getPrototypeOf(real.statSync('/'));
-  const bigStatsProto = Object.getPrototypeOf(real.statSync('/', { bigint: true }));
+  const rootStats = real.statSync('/');
+  const rootBigStats = real.statSync('/', { bigint: true });
+  const statsProto = Object.getPrototypeOf(rootStats);
+  const bigStatsProto = Object.getPrototypeOf(rootBigStats);
+  numKeys = statsLayout(rootStats);
+  bigKeys = statsLayout(rootBigStats);
 
+  // Recorded stats back on Node's prototypes, own keys in Node's order (util.inspect and
+  // JSON.stringify show the same). The Dates are made with an argument: no clock read, no event.
   function decodeStats(x) {
     if (x.none) return undefined;
+    const a = x.a !== undefined ? x.a : x.A;
+    const big = x.A !== undefined && x.a === undefined;
+    const keys = big ? bigKeys : numKeys;
+    // (keys null: this Node's Stats have another layout than any recorded as an array.)
+    if (a !== undefined && keys !== null) {
+      const n = keys.length;
+      const s = Object.create(big ? bigStatsProto : statsProto);
+      if (big) for (let i = 0; i < n; i++) s[keys[i]] = BigInt(a[i]);
+      else for (let i = 0; i < n; i++) s[keys[i]] = a[i];
+      for (let i = 0; i < DATE_KEYS.length; i++) s[DATE_KEYS[i]] = new RealDate(a[n + i]);
+      return s;
+    }
     const s = Object.create(x.big ? bigStatsProto : statsProto);
     Object.assign(s, x.f);
-    for (const key of Object.keys(x.d)) s[key] = new Date(x.d[key]); // with an argument: no clock read, no event
+    for (const key of Object.keys(x.d || {})) s[key] = new RealDate(x.d[key]);
     return s;
   }
 
@@ -359,6 +443,7 @@ function install(ev) {
 
   const same = (v) => v;
   const none = () => null;
+  const nothing = () => undefined;
   const noArgs = () => [];
   const statsArgs = (x) => [decodeStats(x)];
   const listArgs = (x) => [decodeList(x)];
@@ -376,7 +461,7 @@ function install(ev) {
   const hooks = {};
 
   hooks.readFileSync = like(function readFileSync(p, options) {
-    if (!ev.on || ev.busy || fromNode()) return real.readFileSync.apply(this, arguments);
+    if (!ev.on || ev.busy || fromNode(readFileSync)) return real.readFileSync.apply(this, arguments);
     // A descriptor from the hooked openSync is named by its path (in replay it is /dev/null).
     const where = hookedFds.has(p) ? `fd ${hookedFds.get(p)}` : pathOf(p);
     if (where === null) return real.readFileSync.apply(this, arguments);
@@ -384,14 +469,14 @@ function install(ev) {
   }, real.readFileSync);
 
   hooks.existsSync = like(function existsSync(p) {
-    if (!ev.on || ev.busy || fromNode()) return real.existsSync.apply(this, arguments);
+    if (!ev.on || ev.busy || fromNode(existsSync)) return real.existsSync.apply(this, arguments);
     const where = pathOf(p);
     if (where === null) return real.existsSync.apply(this, arguments);
     return syncCall(K.existsSync, where, this, arguments, real.existsSync);
   }, real.existsSync);
 
   hooks.statSync = like(function statSync(p, options) {
-    if (!ev.on || ev.busy || fromNode()) return real.statSync.apply(this, arguments);
+    if (!ev.on || ev.busy || fromNode(statSync)) return real.statSync.apply(this, arguments);
     const where = pathOf(p);
     if (where === null) return real.statSync.apply(this, arguments);
     return syncCall(K.statSync, `${where} ${statOpts(options)}`, this, arguments, real.statSync, encodeStats,
@@ -405,7 +490,7 @@ function install(ev) {
   hooks.openSync = like(function openSync(p, flags) {
     if (!ev.on || ev.busy) return real.openSync.apply(this, arguments);
     const where = pathOf(p);
-    if (where === null || !readOnly(flags) || fromNode()) return real.openSync.apply(this, arguments);
+    if (where === null || !readOnly(flags) || fromNode(openSync)) return real.openSync.apply(this, arguments);
     const input = `${where} ${flags === undefined || flags === null ? 'r' : flags}`;
     let fd;
     if (replaying) {
@@ -430,7 +515,7 @@ function install(ev) {
   hooks.close = like(function close(fd, callback) {
     const where = hookedFds.get(fd);
     hookedFds.delete(fd);
-    if (!ev.on || ev.busy || where === undefined || typeof callback !== 'function' || fromNode()) {
+    if (!ev.on || ev.busy || where === undefined || typeof callback !== 'function' || fromNode(close)) {
       return real.close.apply(this, arguments);
     }
     const args = [...arguments];
@@ -449,7 +534,7 @@ function install(ev) {
   }, real.close);
 
   hooks.readSync = like(function readSync(fd, buffer, offsetOrOptions, length, position) {
-    if (!ev.on || ev.busy || !hookedFds.has(fd) || !ArrayBuffer.isView(buffer) || fromNode()) {
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || !ArrayBuffer.isView(buffer) || fromNode(readSync)) {
       return real.readSync.apply(this, arguments);
     }
     let offset = offsetOrOptions;
@@ -471,7 +556,7 @@ function install(ev) {
   hooks.readFile = like(function readFile(p, options, callback) {
     const cb = typeof options === 'function' ? options : callback;
     const where = hookedFds.has(p) ? `fd ${hookedFds.get(p)}` : pathOf(p);
-    if (!ev.on || ev.busy || where === null || typeof cb !== 'function' || fromNode()) {
+    if (!ev.on || ev.busy || where === null || typeof cb !== 'function' || fromNode(readFile)) {
       return real.readFile.apply(this, arguments);
     }
     const opts = typeof options === 'function' ? undefined : options;
@@ -505,7 +590,7 @@ function install(ev) {
     const where = pathOf(p);
     // fs.promises.readFile(filehandle) is filehandle.readFile(options): one event of that.
     if (ev.on && !ev.busy && handleWhere.has(p)) return p.readFile(options);
-    if (!ev.on || ev.busy || where === null || fromNode()) return real.promisesReadFile.apply(this, arguments);
+    if (!ev.on || ev.busy || where === null || fromNode(readFile)) return real.promisesReadFile.apply(this, arguments);
     const input = `${where} ${encodingOf(options)}`;
     const key = ev.opKey(`promises.readFile ${input}`);
     const args = arguments;
@@ -620,7 +705,9 @@ function install(ev) {
 
   hooks.createReadStream = like(function createReadStream(p, options) {
     const o = typeof options === 'string' ? { encoding: options } : options || {};
-    if (!ev.on || ev.busy || typeof o !== 'object' || fromNode()) return real.createReadStream.apply(this, arguments);
+    if (!ev.on || ev.busy || typeof o !== 'object' || fromNode(createReadStream)) {
+      return real.createReadStream.apply(this, arguments);
+    }
     const src = streamSource(p, o);
     if (src.where === null) return real.createReadStream.apply(this, arguments);
     const range = `${o.start === undefined ? '' : o.start}-${o.end === undefined ? '' : o.end}`;
@@ -638,7 +725,7 @@ function install(ev) {
   }, real.createReadStream);
 
   hooks.lstatSync = like(function lstatSync(p, options) {
-    if (!ev.on || ev.busy || fromNode()) return real.lstatSync.apply(this, arguments);
+    if (!ev.on || ev.busy || fromNode(lstatSync)) return real.lstatSync.apply(this, arguments);
     const where = pathOf(p);
     if (where === null) return real.lstatSync.apply(this, arguments);
     return syncCall(K.lstatSync, `${where} ${statOpts(options)}`, this, arguments, real.lstatSync, encodeStats,
@@ -646,7 +733,7 @@ function install(ev) {
   }, real.lstatSync);
 
   hooks.readdirSync = like(function readdirSync(p, options) {
-    if (!ev.on || ev.busy || fromNode()) return real.readdirSync.apply(this, arguments);
+    if (!ev.on || ev.busy || fromNode(readdirSync)) return real.readdirSync.apply(this, arguments);
     const where = pathOf(p);
     if (where === null) return real.readdirSync.apply(this, arguments);
     return syncCall(K.readdirSync, `${where} ${dirOpts(options)}`, this, arguments, real.readdirSync, encodeList,
@@ -654,24 +741,25 @@ function install(ev) {
   }, real.readdirSync);
 
   hooks.accessSync = like(function accessSync(p, mode) {
-    if (!ev.on || ev.busy || fromNode()) return real.accessSync.apply(this, arguments);
+    if (!ev.on || ev.busy || fromNode(accessSync)) return real.accessSync.apply(this, arguments);
     const where = pathOf(p);
     if (where === null) return real.accessSync.apply(this, arguments);
-    return syncCall(K.accessSync, `${where} ${accessOpts(mode)}`, this, arguments, real.accessSync);
+    // Its result is undefined: recorded as null (no codec marker, see decodeStats).
+    return syncCall(K.accessSync, `${where} ${accessOpts(mode)}`, this, arguments, real.accessSync, none, nothing);
   }, real.accessSync);
 
   hooks.fstatSync = like(function fstatSync(fd, options) {
-    if (!ev.on || ev.busy || !hookedFds.has(fd) || fromNode()) return real.fstatSync.apply(this, arguments);
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || fromNode(fstatSync)) return real.fstatSync.apply(this, arguments);
     return syncCall(K.fstatSync, `fd ${hookedFds.get(fd)} ${statOpts(options)}`, this, arguments, real.fstatSync,
       encodeStats, decodeStats);
   }, real.fstatSync);
 
   // The callback forms of stat, lstat, readdir and access: (path, [options], callback).
   const byPath = (name, opts, enc, dec) =>
-    like(function (p, options) {
+    like(function hook(p, options) {
       const args = [...arguments];
       const where = pathOf(p);
-      if (!ev.on || ev.busy || where === null || typeof args[args.length - 1] !== 'function' || fromNode()) {
+      if (!ev.on || ev.busy || where === null || typeof args[args.length - 1] !== 'function' || fromNode(hook)) {
         return real[name].apply(this, args);
       }
       const o = args.length > 2 ? options : undefined;
@@ -684,7 +772,7 @@ function install(ev) {
 
   hooks.fstat = like(function fstat(fd, options) {
     const args = [...arguments];
-    if (!ev.on || ev.busy || !hookedFds.has(fd) || typeof args[args.length - 1] !== 'function' || fromNode()) {
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || typeof args[args.length - 1] !== 'function' || fromNode(fstat)) {
       return real.fstat.apply(this, args);
     }
     const o = args.length > 2 ? options : undefined;
@@ -696,7 +784,7 @@ function install(ev) {
   // then runs real (ev.busy).
   hooks.exists = like(function exists(p, callback) {
     const where = pathOf(p);
-    if (!ev.on || ev.busy || where === null || typeof callback !== 'function' || fromNode()) {
+    if (!ev.on || ev.busy || where === null || typeof callback !== 'function' || fromNode(exists)) {
       return real.exists.apply(this, arguments);
     }
     const args = [...arguments];
@@ -736,7 +824,7 @@ function install(ev) {
     const where = pathOf(p);
     const f = args.length > 2 ? flags : undefined;
     if (!ev.on || ev.busy || where === null || !readOnly(f) || typeof args[args.length - 1] !== 'function' ||
-      fromNode()) {
+      fromNode(open)) {
       return real.open.apply(this, args);
     }
     return callbackCall(K.open, 'open', `${where} ${f === undefined || f === null ? 'r' : f}`, this, args, real.open,
@@ -788,7 +876,7 @@ function install(ev) {
   hooks.read = like(function read(fd) {
     const args = [...arguments];
     const a = ev.on && !ev.busy && hookedFds.has(fd) ? readArgs(args) : null;
-    if (a === null || fromNode()) return real.read.apply(this, args);
+    if (a === null || fromNode(read)) return real.read.apply(this, args);
     const pos = a.position === undefined || a.position === null ? '-' : a.position;
     const input = `${hookedFds.get(fd)} ${a.offset} ${a.length === undefined ? '-' : a.length} ${pos}`;
     return callbackCall(K.read, 'read', input, this, args, real.read,
@@ -805,9 +893,9 @@ function install(ev) {
   const promiseByPath = (name, opts, enc, dec) => {
     const fn = real[name];
     const short = name.slice('promises'.length).toLowerCase();
-    return like(function (p, options) {
+    return like(function hook(p, options) {
       const where = pathOf(p);
-      if (!ev.on || ev.busy || where === null || fromNode()) return fn.apply(this, arguments);
+      if (!ev.on || ev.busy || where === null || fromNode(hook)) return fn.apply(this, arguments);
       const args = arguments;
       return promiseCall(K[name], `promises.${short}`, `${where} ${opts(options)}`, () => fn.apply(this, args), enc,
         dec);
@@ -895,8 +983,8 @@ function install(ev) {
       Object.defineProperty(fh, name, {
         configurable: true,
         writable: true,
-        value: like(function () {
-          if (!ev.on || ev.busy || fromNode()) return fn.apply(this, arguments);
+        value: like(function hook() {
+          if (!ev.on || ev.busy || fromNode(hook)) return fn.apply(this, arguments);
           return method(this, where, fn, [...arguments]);
         }, fn),
       });
@@ -954,7 +1042,7 @@ function install(ev) {
     Object.defineProperty(FileHandle.prototype, name, {
       configurable: true,
       writable: true,
-      value: like(function () {
+      value: like(function hook() {
         return method(this, handleWhere.get(this), wentLive, [...arguments]);
       }, { name, length: HANDLE_LENGTHS[name] }),
     });
@@ -962,7 +1050,7 @@ function install(ev) {
 
   hooks.promisesOpen = like(function open(p, flags) {
     const where = pathOf(p);
-    if (!ev.on || ev.busy || where === null || !readOnly(flags) || fromNode()) {
+    if (!ev.on || ev.busy || where === null || !readOnly(flags) || fromNode(open)) {
       return real.promisesOpen.apply(this, arguments);
     }
     const args = arguments;
@@ -981,8 +1069,8 @@ function install(ev) {
   // JS: their results can differ, /proc links for one) are kinds of their own. The module
   // loaders resolve every require through fs.realpathSync: Node's caller, so no event.
   const syncByPath = (name, opts, enc, dec) =>
-    like(function (p, options) {
-      if (!ev.on || ev.busy || fromNode()) return real[name].apply(this, arguments);
+    like(function hook(p, options) {
+      if (!ev.on || ev.busy || fromNode(hook)) return real[name].apply(this, arguments);
       const where = pathOf(p);
       if (where === null) return real[name].apply(this, arguments);
       return syncCall(K[name], `${where} ${opts(options)}`, this, arguments, real[name], enc, dec);
@@ -1000,7 +1088,7 @@ function install(ev) {
   // fs.readvSync / fs.readv on a hooked descriptor: the bytes read, put back into the
   // program's buffers in replay.
   hooks.readvSync = like(function readvSync(fd, buffers, position) {
-    if (!ev.on || ev.busy || !hookedFds.has(fd) || !viewList(buffers) || fromNode()) {
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || !viewList(buffers) || fromNode(readvSync)) {
       return real.readvSync.apply(this, arguments);
     }
     const input = `${hookedFds.get(fd)} ${readvInput(buffers, position)}`;
@@ -1015,7 +1103,7 @@ function install(ev) {
   hooks.readv = like(function readv(fd, buffers, position) {
     const args = [...arguments];
     if (!ev.on || ev.busy || !hookedFds.has(fd) || !viewList(buffers) || typeof args[args.length - 1] !== 'function' ||
-      fromNode()) {
+      fromNode(readv)) {
       return real.readv.apply(this, args);
     }
     const input = `${hookedFds.get(fd)} ${readvInput(buffers, args.length > 3 ? position : null)}`;
@@ -1100,8 +1188,8 @@ function install(ev) {
       Object.defineProperty(dir, name, {
         configurable: true,
         writable: true,
-        value: like(function () {
-          if (!ev.on || ev.busy || !dirEvent(name, st, arguments) || fromNode()) return fn.apply(this, arguments);
+        value: like(function hook() {
+          if (!ev.on || ev.busy || !dirEvent(name, st, arguments) || fromNode(hook)) return fn.apply(this, arguments);
           return method(this, st, fn, [...arguments]);
         }, fn),
       });
@@ -1111,8 +1199,8 @@ function install(ev) {
       Object.defineProperty(dir, key, {
         configurable: true,
         writable: true,
-        value: like(function () {
-          if (!ev.on || ev.busy || fromNode()) return fn.apply(this, arguments);
+        value: like(function hook() {
+          if (!ev.on || ev.busy || fromNode(hook)) return fn.apply(this, arguments);
           return dirEntries.apply(this, arguments);
         }, fn),
       });
@@ -1185,7 +1273,7 @@ function install(ev) {
   };
 
   hooks.opendirSync = like(function opendirSync(p, options) {
-    if (!ev.on || ev.busy || fromNode()) return real.opendirSync.apply(this, arguments);
+    if (!ev.on || ev.busy || fromNode(opendirSync)) return real.opendirSync.apply(this, arguments);
     const where = pathOf(p);
     if (where === null) return real.opendirSync.apply(this, arguments);
     return syncCall(K.opendirSync, `${where} ${dirOpts(options)}`, this, arguments, real.opendirSync,
@@ -1195,7 +1283,7 @@ function install(ev) {
   hooks.opendir = like(function opendir(p, options) {
     const args = [...arguments];
     const where = pathOf(p);
-    if (!ev.on || ev.busy || where === null || typeof args[args.length - 1] !== 'function' || fromNode()) {
+    if (!ev.on || ev.busy || where === null || typeof args[args.length - 1] !== 'function' || fromNode(opendir)) {
       return real.opendir.apply(this, args);
     }
     const o = args.length > 2 ? options : undefined;
@@ -1205,7 +1293,7 @@ function install(ev) {
 
   hooks.promisesOpendir = like(function opendir(p, options) {
     const where = pathOf(p);
-    if (!ev.on || ev.busy || where === null || fromNode()) return real.promisesOpendir.apply(this, arguments);
+    if (!ev.on || ev.busy || where === null || fromNode(opendir)) return real.promisesOpendir.apply(this, arguments);
     const args = arguments;
     return promiseCall(K.promisesOpendir, 'promises.opendir', `${where} ${dirOpts(options)}`,
       () => real.promisesOpendir.apply(this, args), (dir) => hookDir(dir, where).path, (path) => newDir(path, where));

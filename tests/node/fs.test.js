@@ -5,7 +5,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const path = require('path');
-const { tmpdir, runNode, script } = require('./harness.js');
+const { PKG, tmpdir, runNode, script } = require('./harness.js');
 
 const APP = `
 const fs = require('fs');
@@ -101,4 +101,89 @@ test('reading another path than recorded is a divergence', () => {
   assert.match(other.stderr, /DIVERGENCE/);
   assert.match(other.stderr, /node\.fs\.readFileSync/);
   assert.match(other.stderr, /app\.js:\d+/);
+});
+
+const STATS_APP = `
+const fs = require('fs');
+const util = require('util');
+const [f, ln] = process.argv.slice(2);
+const json = (s) => JSON.stringify(s, (k, v) => (typeof v === 'bigint' ? v + 'n' : v));
+const show = (tag, s) => console.log(tag, s.constructor.name, s instanceof fs.Stats, s.isFile(), s.isSymbolicLink(),
+  s.mtime instanceof Date, Object.keys(s).join(','), util.inspect(s, { breakLength: Infinity }), json(s));
+show('statSync', fs.statSync(f));
+show('bigint', fs.statSync(f, { bigint: true }));
+show('lstatSync', fs.lstatSync(ln));
+show('lstat bigint', fs.lstatSync(ln, { bigint: true }));
+const fd = fs.openSync(f);
+show('fstatSync', fs.fstatSync(fd, { bigint: true }));
+fs.closeSync(fd);
+console.log('nothrow', fs.lstatSync(f + '.missing', { throwIfNoEntry: false }));
+fs.stat(f, (e, s) => {
+  show('stat', s);
+  fs.promises.lstat(ln, { bigint: true }).then((s) => show('promises.lstat', s));
+});
+`;
+
+function setupStats(name) {
+  const dir = tmpdir(name);
+  const f = path.join(dir, 'f.txt');
+  fs.writeFileSync(f, 'twelve bytes');
+  fs.utimesSync(f, new Date('2001-02-03T04:05:06.789Z'), new Date('2002-03-04T05:06:07.891Z'));
+  fs.symlinkSync('f.txt', path.join(dir, 'ln'));
+  const app = script(dir, 'app.js', STATS_APP);
+  return { dir, f, app, args: [f, path.join(dir, 'ln')], log: path.join(dir, 'app.replay') };
+}
+
+// Other contents, size, times, mode; the link points elsewhere. Returns what the app prints now.
+function changeStats(t) {
+  fs.writeFileSync(t.f, 'a longer text than before');
+  fs.chmodSync(t.f, 0o600);
+  fs.utimesSync(t.f, new Date('2011-01-01T00:00:00Z'), new Date('2012-01-01T00:00:00Z'));
+  fs.rmSync(path.join(t.dir, 'ln'));
+  fs.symlinkSync('app.js', path.join(t.dir, 'ln'));
+  return runNode(null, null, t.app, { args: t.args }).stdout;
+}
+
+test('replayed Stats equal the recorded ones field by field, in every form, after the file changed', () => {
+  // Stats are recorded as one array in Node's key order (lib/fs.js encodeStats): every field,
+  // the Dates, the bigint ones (atimeNs...) and the key order must come back as recorded.
+  const t = setupStats('replay-fs-stats');
+  const rec = runNode('record', t.log, t.app, { args: t.args });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stderr, '');
+  assert.match(rec.stdout, /^statSync Stats true true false true dev,mode,nlink.*,birthtimeMs,atime,mtime,ctime,birthtime /);
+  assert.match(rec.stdout,
+    /\nbigint BigIntStats false true false true .*,atimeNs,.*size: 12n.*atime: 2001-02-03T04:05:06\.789Z/);
+  assert.match(rec.stdout, /\nlstatSync Stats true false true /);
+  assert.match(rec.stdout, /\nnothrow undefined\n/);
+  const bare = runNode(null, null, t.app, { args: t.args });
+  assert.strictEqual(bare.stdout, rec.stdout);
+
+  assert.notStrictEqual(changeStats(t), rec.stdout);
+  const rep = runNode('replay', t.log, t.app, { args: t.args });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
+
+test('Stats recorded field by field (logs from before the array form) still replay', () => {
+  // A copy of the package whose encodeStats always takes its field-by-field form, the only
+  // one earlier versions wrote; the package under test replays its log.
+  const t = setupStats('replay-fs-stats-old');
+  const old = path.join(t.dir, 'old', 'replay-node');
+  fs.cpSync(PKG, old, { recursive: true });
+  const src = fs.readFileSync(path.join(old, 'lib', 'fs.js'), 'utf8');
+  const patched = src.replace('if (sameLayout(own, keys)) {', 'if (false) {');
+  assert.notStrictEqual(patched, src, 'lib/fs.js has no array form of Stats to turn off');
+  fs.writeFileSync(path.join(old, 'lib', 'fs.js'), patched);
+  const rec = runNode('record', t.log, t.app, { args: t.args, nodeArgs: ['--require', old] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stderr, '');
+  assert.strictEqual(runNode(null, null, t.app, { args: t.args }).stdout, rec.stdout);
+
+  assert.notStrictEqual(changeStats(t), rec.stdout);
+  const rep = runNode('replay', t.log, t.app, { args: t.args });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
 });
