@@ -5,7 +5,9 @@
 #  - bytes/event of the clock log (`replay info`);
 #  - start-up of a hello world: bare, agent off, record, replay with the class cache warm
 #    (what every run after the first on a JDK sees), and record/replay with the cache off
-#    (`cache=off`: what the first run of a JDK pays); median of STARTS runs.
+#    (`cache=off`: what the first run of a JDK pays); median of STARTS runs, wall clock and
+#    CPU time (user + system of all the JVM's threads, from bash's `time`: steadier than the
+#    wall clock when other work shares the machine).
 # Usage: jvm-agent/bench/run.sh [agent.so] [replay-cli]   (defaults: $CARGO_TARGET_DIR or
 # target, release). Env: REPEAT (5), STARTS (21), CALLS (2000000), JDKS (17 and 25 if present),
 # LOOP=0 to measure start-up only.
@@ -52,21 +54,28 @@ for jdk in $JDKS; do
   # A private class cache, warmed by this first run.
   cache=$tmp/cache
   "$jdk/bin/java" -agentpath:"$agent"=record,log="$j/h.replay",cache="$cache" -cp "$j" Hello >/dev/null
-  one() {
-    local s e
-    s=$(date +%s%N); "$jdk/bin/java" "$@" -cp "$j" Hello >/dev/null 2>&1; e=$(date +%s%N)
-    echo $(( (e - s) / 100000 ))   # tenths of a millisecond
+  one() {   # one <name> <jvm args>...: appends wall and CPU time, in tenths of a millisecond
+    local n=$1 TIMEFORMAT="%3R %3U %3S"; shift
+    { time "$jdk/bin/java" "$@" -cp "$j" Hello >/dev/null 2>&1; } 2>"$j/t"
+    awk '{printf "%d\n", $1 * 10000}' "$j/t" >>"$j/s-$n"
+    awk '{printf "%d\n", ($2 + $3) * 10000}' "$j/t" >>"$j/c-$n"
   }
   for r in $(seq "$STARTS"); do
-    one >>"$j/s-bare"
-    one -agentpath:"$agent"=off >>"$j/s-off"
-    one -agentpath:"$agent"=record,log="$j/r.replay",cache="$cache" >>"$j/s-rec"
-    one -agentpath:"$agent"=replay,log="$j/h.replay",cache="$cache" >>"$j/s-rep"
-    one -agentpath:"$agent"=record,log="$j/r.replay",cache=off >>"$j/s-rec-cold"
-    one -agentpath:"$agent"=replay,log="$j/h.replay",cache=off >>"$j/s-rep-cold"
+    one bare
+    one off -agentpath:"$agent"=off
+    one rec -agentpath:"$agent"=record,log="$j/r.replay",cache="$cache"
+    one rep -agentpath:"$agent"=replay,log="$j/h.replay",cache="$cache"
+    one rec-cold -agentpath:"$agent"=record,log="$j/r.replay",cache=off
+    one rep-cold -agentpath:"$agent"=replay,log="$j/h.replay",cache=off
   done
   b=$(median <"$j/s-bare"); o=$(median <"$j/s-off"); c=$(median <"$j/s-rec"); p=$(median <"$j/s-rep")
   cc=$(median <"$j/s-rec-cold"); pc=$(median <"$j/s-rep-cold")
   awk -v b="$b" -v o="$o" -v c="$c" -v p="$p" 'BEGIN{printf "  bare %.1f  off %.1f (+%.1f ms)  record %.1f (%.2fx)  replay %.1f (%.2fx)   [class cache warm]\n", b/10, o/10, (o-b)/10, c/10, c/b, p/10, p/b}'
   awk -v b="$b" -v c="$cc" -v p="$pc" 'BEGIN{printf "  cache off:  record %.1f (%.2fx)  replay %.1f (%.2fx)   [a JDK'"'"'s first run]\n", c/10, c/b, p/10, p/b}'
+  b=$(median <"$j/c-bare"); o=$(median <"$j/c-off"); c=$(median <"$j/c-rec"); p=$(median <"$j/c-rep")
+  cc=$(median <"$j/c-rec-cold"); pc=$(median <"$j/c-rep-cold")
+  awk -v b="$b" -v o="$o" -v c="$c" -v p="$p" -v cc="$cc" -v pc="$pc" 'BEGIN{printf "  CPU time: bare %.0f  off %.0f  record %.0f (%.2fx)  replay %.0f (%.2fx)  cache off: record %.0f (%.2fx)  replay %.0f (%.2fx)\n", b/10, o/10, c/10, c/b, p/10, p/b, cc/10, cc/b, pc/10, pc/b}'
 done
+
+# File-hook per-call figures (FILES=0 skips them): jvm-agent/bench/files.sh.
+[ "${FILES:-1}" = 0 ] || jvm-agent/bench/files.sh "$agent" "$cli"

@@ -156,16 +156,59 @@ impl<'a> Pool<'a> {
     }
 }
 
-/// Whether every use of a target method in a class file is a call from `<clinit>`: then,
-/// once the class is initialized, its clock calls can never run again and the class need not
-/// be rewritten (`java.util.ImmutableCollections` seeds its SALT so). `Ok(false)` when a
-/// target is used elsewhere, by a MethodHandle constant (a lambda or bootstrap argument,
-/// callable at any time), or when no use was found at all (nothing to conclude from).
+/// Methods whose clock reads only feed the JVM's own statistics (`jdk.internal.perf`
+/// counters, read by tools such as jstat, never by the program): their calls need no hook.
+/// Without this list `ClassLoader` (JDK 17 and 25), which the JVM loads before VMInit, is
+/// retransformed at every start for them, and every `loadClass` of a custom class loader is
+/// two events that replay must match although no program value depends on them.
+/// A class that reads a clock anywhere else is still rewritten as a whole.
+pub const STATISTICS_ONLY: &[(&str, &str, &str)] = &[
+    (
+        "java/lang/ClassLoader",
+        "loadClass",
+        "(Ljava/lang/String;Z)Ljava/lang/Class;",
+    ),
+    (
+        "jdk/internal/module/ModuleBootstrap$Counters",
+        "start",
+        "()V",
+    ),
+    (
+        "jdk/internal/module/ModuleBootstrap$Counters",
+        "add",
+        "(Ljava/lang/String;)V",
+    ),
+    (
+        "jdk/internal/module/ModuleBootstrap$Counters",
+        "publish",
+        "(Ljava/lang/String;)V",
+    ),
+    (
+        "jdk/internal/perf/PerfCounter",
+        "addElapsedTimeFrom",
+        "(J)V",
+    ),
+];
+
+/// Where a class file calls the target methods (see [`target_calls`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Calls {
+    /// Nowhere, or only in [`STATISTICS_ONLY`] methods: nothing to hook.
+    None,
+    /// Only from `<clinit>` (besides statistics): once the class is initialized, its clock
+    /// calls can never run again (`java.util.ImmutableCollections` seeds its SALT so).
+    ClinitOnly,
+    /// Elsewhere, by a MethodHandle constant (a lambda or bootstrap argument, callable at any
+    /// time), or the pool names a target but no use was found (nothing to conclude from).
+    Anywhere,
+}
+
+/// Where a class file calls the target methods.
 ///
-/// The code of the other methods is searched for the bytes of `invokestatic #target`
-/// anywhere, not instruction by instruction: an operand that happens to look like one only
-/// makes the answer `false`, which is always safe.
-pub fn targets_only_in_clinit(class: &[u8]) -> Result<bool, ParseError> {
+/// The code of each method is searched for the bytes of `invokestatic #target` anywhere, not
+/// instruction by instruction: an operand that happens to look like one only moves the
+/// answer towards `Anywhere`, which is always safe.
+pub fn target_calls(class: &[u8]) -> Result<Calls, ParseError> {
     if class.len() < 10 {
         return Err(ParseError::Truncated(class.len()));
     }
@@ -178,22 +221,25 @@ pub fn targets_only_in_clinit(class: &[u8]) -> Result<bool, ParseError> {
         .filter(|&i| refs.contains(&(pool.entries[i as usize].off + 1)))
         .collect();
     if targets.is_empty() {
-        return Ok(false);
+        return Ok(Calls::None);
     }
     for e in pool.entries.iter().filter(|e| e.tag == METHOD_HANDLE) {
         if targets.contains(&u16_at(class, e.off + 2)?) {
-            return Ok(false);
+            return Ok(Calls::Anywhere);
         }
     }
     // access, this, super; interfaces; fields; methods (class file format, JVMS 4.1).
+    let this = pool.entry(u16_at(class, pool.end + 2)?, CLASS)?;
+    let this = pool.utf8(pool.ref_at(this, 0)?)?;
     let mut p = pool.end + 6;
     p += 2 + 2 * u16_at(class, p)? as usize;
-    let mut in_clinit = false;
+    let (mut in_clinit, mut in_stats, mut elsewhere) = (false, false, false);
     for part in 0..2 {
         let count = u16_at(class, p)?;
         p += 2;
         for _ in 0..count {
             let name = pool.utf8(u16_at(class, p + 2)?)?;
+            let desc = pool.utf8(u16_at(class, p + 4)?)?;
             let attributes = u16_at(class, p + 6)?;
             p += 8;
             for _ in 0..attributes {
@@ -207,10 +253,19 @@ pub fn targets_only_in_clinit(class: &[u8]) -> Result<bool, ParseError> {
                     let calls = code.windows(3).any(|w| {
                         w[0] == INVOKESTATIC && targets.contains(&u16::from_be_bytes([w[1], w[2]]))
                     });
-                    if calls && name != b"<clinit>" {
-                        return Ok(false);
+                    if calls {
+                        if name == b"<clinit>" {
+                            in_clinit = true;
+                        } else if STATISTICS_ONLY.iter().any(|s| {
+                            s.0.as_bytes() == this
+                                && s.1.as_bytes() == name
+                                && s.2.as_bytes() == desc
+                        }) {
+                            in_stats = true;
+                        } else {
+                            elsewhere = true;
+                        }
                     }
-                    in_clinit |= calls;
                 }
                 p += 6 + len;
             }
@@ -218,7 +273,21 @@ pub fn targets_only_in_clinit(class: &[u8]) -> Result<bool, ParseError> {
     }
     // The class's own attributes follow: a file cut before them is not a class file.
     u16_at(class, p)?;
-    Ok(in_clinit)
+    Ok(if elsewhere {
+        Calls::Anywhere
+    } else if in_clinit {
+        Calls::ClinitOnly
+    } else if in_stats {
+        Calls::None
+    } else {
+        Calls::Anywhere
+    })
+}
+
+/// Whether every use of a target method in a class file is a call from `<clinit>` (or a
+/// statistics-only method), with at least one in `<clinit>`.
+pub fn targets_only_in_clinit(class: &[u8]) -> Result<bool, ParseError> {
+    Ok(target_calls(class)? == Calls::ClinitOnly)
 }
 
 /// Whether a constant pool (as JVMTI `GetConstantPool` returns it: `count` and the entries'
@@ -407,6 +476,7 @@ mod tests {
                 let mut c = class.clone();
                 c[i] = v;
                 let _ = rewrite(&c, "H");
+                let _ = target_calls(&c);
                 let _ = pool_references_targets(cp.next, &c[10..]);
             }
         }
@@ -434,13 +504,19 @@ mod tests {
 
     /// A class with one field (with an attribute) and the given (method name, code) pairs.
     fn with_methods(cp: &mut Cp, methods: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        with_methods_of(cp, "T", methods)
+    }
+
+    /// The same, for class `this`.
+    fn with_methods_of(cp: &mut Cp, this: &str, methods: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let this = cp.class(this);
         let v = cp.utf8("()V");
         let code = cp.utf8("Code");
         let cv = cp.utf8("ConstantValue");
         let names: Vec<u16> = methods.iter().map(|(n, _)| cp.utf8(n)).collect();
         let u16s = |v: &[u16]| v.iter().flat_map(|x| x.to_be_bytes()).collect::<Vec<u8>>();
         // access, this, super, no interfaces; one field `x` with a ConstantValue attribute.
-        let mut t = u16s(&[0x21, 0, 0, 0, 1, 0x8, names[0], v, 1, cv]);
+        let mut t = u16s(&[0x21, this, 0, 0, 1, 0x8, names[0], v, 1, cv]);
         t.extend_from_slice(&2u32.to_be_bytes());
         t.extend_from_slice(&[0, 1]);
         t.extend_from_slice(&(methods.len() as u16).to_be_bytes());
@@ -493,6 +569,51 @@ mod tests {
         // Every truncation is an error or a safe answer, never a panic.
         for n in 0..only.len() {
             assert_ne!(targets_only_in_clinit(&only[..n]), Ok(true), "at {n}");
+        }
+    }
+
+    #[test]
+    fn statistics_only_calls_need_no_hook_but_any_other_call_does() {
+        let mut cp = Cp::new();
+        let sys = cp.class("java/lang/System");
+        let nano = cp.method(sys, "nanoTime", "()J");
+        let base = cp.bytes.len();
+        let counters = "jdk/internal/module/ModuleBootstrap$Counters";
+        // `start()V` of Counters is a statistics method (with_methods' methods are `()V`).
+        let stats = with_methods_of(&mut cp, counters, &[("start", call(nano))]);
+        assert_eq!(target_calls(&stats), Ok(Calls::None));
+        let reset = |cp: &mut Cp| {
+            cp.bytes.truncate(base);
+            cp.next = nano + 1;
+        };
+        // The same method name in another class is an ordinary call.
+        reset(&mut cp);
+        let other = with_methods_of(&mut cp, "a/Counters", &[("start", call(nano))]);
+        assert_eq!(target_calls(&other), Ok(Calls::Anywhere));
+        // A further call elsewhere in the same class must be hooked.
+        reset(&mut cp);
+        let more = with_methods_of(
+            &mut cp,
+            counters,
+            &[("start", call(nano)), ("elapsed", call(nano))],
+        );
+        assert_eq!(target_calls(&more), Ok(Calls::Anywhere));
+        // Statistics plus <clinit>: the <clinit> rule applies.
+        reset(&mut cp);
+        let both = with_methods_of(
+            &mut cp,
+            counters,
+            &[("start", call(nano)), ("<clinit>", call(nano))],
+        );
+        assert_eq!(target_calls(&both), Ok(Calls::ClinitOnly));
+        // No target at all.
+        let mut plain = Cp::new();
+        let obj = plain.class("java/lang/Object");
+        let hash = plain.method(obj, "hashCode", "()I");
+        let none = with_methods(&mut plain, &[("f", call(hash))]);
+        assert_eq!(target_calls(&none), Ok(Calls::None));
+        for n in 0..stats.len() {
+            assert_ne!(target_calls(&stats[..n]), Ok(Calls::None), "at {n}");
         }
     }
 

@@ -25,6 +25,7 @@ mod cache;
 mod classfile;
 mod fileio;
 mod fsmeta;
+mod jimage;
 mod jvmti;
 mod nio;
 
@@ -376,14 +377,18 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
 
 /// Retransforms the classes loaded before the hook class existed whose constant pools name a
 /// hooked method (JDK 17: Thread, ClassLoader, ReferenceQueue, ...). Boot classes are looked
-/// up in the class cache by name; only the ones it does not know are scanned.
+/// up in the class cache by name; the ones it does not know are judged from their bytes in
+/// the runtime image (or, failing that, scanned with `GetConstantPool`).
 fn hook_loaded_classes(a: &Agent, env: &mut JNIEnv) -> Result<(), String> {
     let classes = a.jvmti.loaded_classes().map_err(|e| e.to_string())?;
-    let mut cache = open_cache(a, env);
+    let home = image_home(a, env);
+    let mut cache = home.as_deref().and_then(|h| open_cache(a, h));
+    // Opened at the first class the cache does not answer (a warm run never opens it).
+    let mut image = home.map(Lazy::Home);
     let jni = env.get_raw();
     let mut todo: Vec<jclass> = Vec::new();
     for &c in &classes {
-        if class_needs_hooks(a, jni, c, cache.as_mut()) {
+        if class_needs_hooks(a, jni, c, cache.as_mut(), image.as_mut()) {
             todo.push(c);
         } else {
             // SAFETY: a local reference GetLoadedClasses made in this frame, not used again.
@@ -441,14 +446,50 @@ fn retransform(a: &Agent, env: &mut JNIEnv, todo: &[jclass]) -> Result<(), Strin
     }
 }
 
+/// The runtime image, opened on first use.
+enum Lazy {
+    Home(String),
+    Open(Option<jimage::Image>),
+}
+
+impl Lazy {
+    fn get(&mut self) -> Option<&mut jimage::Image> {
+        if let Lazy::Home(h) = self {
+            *self = Lazy::Open(jimage::Image::open(h));
+        }
+        match self {
+            Lazy::Open(i) => i.as_mut(),
+            Lazy::Home(_) => None,
+        }
+    }
+}
+
+/// What a boot class's original bytes in the runtime image do with the hooked methods;
+/// `None` when the image cannot tell (no such class, bytes that do not parse) or may not hold
+/// the loaded bytes: the CDS archive carries regenerated `java.lang.invoke` `$Holder`
+/// classes, so those are scanned from the JVM.
+fn image_uses(image: &mut jimage::Image, signature: &str) -> Option<cache::Uses> {
+    let name = signature.strip_prefix('L')?.strip_suffix(';')?;
+    if name.starts_with("java/lang/invoke/") && name.ends_with("$Holder") {
+        return None;
+    }
+    let bytes = image.class_bytes(name)?;
+    Some(match classfile::target_calls(bytes).ok()? {
+        classfile::Calls::None => cache::Uses::None,
+        classfile::Calls::ClinitOnly => cache::Uses::ClinitOnly,
+        classfile::Calls::Anywhere => cache::Uses::Anywhere,
+    })
+}
+
 /// Whether an already-loaded class must be retransformed. Boot classes are answered by the
-/// cache when it knows them; the rest are scanned (`GetConstantPool`), and boot ones
-/// remembered.
+/// cache when it knows them, else from their bytes in the runtime image; the rest are
+/// scanned (`GetConstantPool`). Boot classes' answers are remembered in the cache.
 fn class_needs_hooks(
     a: &Agent,
     jni: *mut RawJniEnv,
     c: jclass,
     cache: Option<&mut cache::ClassCache>,
+    image: Option<&mut Lazy>,
 ) -> bool {
     // The hook class calls the real clocks, and the class hook leaves it as it is: a
     // retransform of it would only cost time.
@@ -459,12 +500,12 @@ fn class_needs_hooks(
             return false;
         }
     }
-    let sig = match cache {
-        Some(_) if a.jvmti.is_boot_class(jni, c).unwrap_or(false) => {
+    let sig =
+        if (cache.is_some() || image.is_some()) && a.jvmti.is_boot_class(jni, c).unwrap_or(false) {
             a.jvmti.class_signature(c).ok()
-        }
-        _ => None,
-    };
+        } else {
+            None
+        };
     if let Some(sig) = &sig {
         // Only modifiable classes are ever stored; a listed class that names no clock after
         // all would cost one needless retransform, never a missed hook.
@@ -481,6 +522,20 @@ fn class_needs_hooks(
     if !a.jvmti.is_modifiable_class(c).unwrap_or(false) {
         return false;
     }
+    let from_image = match (&sig, image) {
+        (Some(sig), Some(image)) => image.get().and_then(|i| image_uses(i, sig)),
+        _ => None,
+    };
+    if let Some(uses) = from_image {
+        if let (Some(sig), Some(cache)) = (sig, cache) {
+            cache.insert(sig, uses);
+        }
+        return match uses {
+            cache::Uses::None => false,
+            cache::Uses::Anywhere => true,
+            cache::Uses::ClinitOnly => !a.jvmti.is_initialized(c).unwrap_or(false),
+        };
+    }
     let hooked = matches!(a.jvmti.constant_pool(c), Ok((n, pool)) if classfile::pool_references_targets(n, &pool) == Ok(true));
     if let (Some(sig), Some(cache)) = (sig, cache) {
         // Anywhere until the retransform's class hook shows the calls are in <clinit> only.
@@ -494,18 +549,25 @@ fn class_needs_hooks(
     hooked
 }
 
-/// The class cache of this JDK, or `None` (cache off, no home directory, or boot classes
-/// that may not come from the JDK's `lib/modules`).
-fn open_cache(a: &Agent, env: &mut JNIEnv) -> Option<cache::ClassCache> {
-    let dir = a.cache.dir(|k| std::env::var(k).ok())?;
+/// `java.home` when boot classes can only come from the JDK's `lib/modules` (or the CDS
+/// archive made from it): then the class cache and the image's bytes may answer for them.
+/// `None` with `--patch-module`, `-Xbootclasspath/a` or `--upgrade-module-path`.
+fn image_home(a: &Agent, env: &mut JNIEnv) -> Option<String> {
     let prop = |n: &CStr| a.jvmti.system_property(n).ok().filter(|v| !v.is_empty());
     let elsewhere = [c"jdk.module.upgrade.path", c"jdk.boot.class.path.append"];
     if elsewhere.iter().any(|p| prop(p).is_some()) || patches_modules(env) != Some(false) {
         return None;
     }
-    let home = prop(c"java.home")?;
-    let key = cache::key(&home, &prop(c"java.vm.version")?, classfile::TARGETS)?;
-    Some(cache::ClassCache::open(Some(&dir), &home, key))
+    prop(c"java.home")
+}
+
+/// The class cache of this JDK (`home` from [`image_home`]), or `None` (cache off, or no
+/// home directory).
+fn open_cache(a: &Agent, home: &str) -> Option<cache::ClassCache> {
+    let dir = a.cache.dir(|k| std::env::var(k).ok())?;
+    let version = a.jvmti.system_property(c"java.vm.version").ok()?;
+    let key = cache::key(home, &version, classfile::TARGETS)?;
+    Some(cache::ClassCache::open(Some(&dir), home, key))
 }
 
 /// Whether the JVM was given `--patch-module` (whose `jdk.module.patch.N` properties JVMTI
@@ -574,6 +636,10 @@ unsafe extern "C" fn on_class_file_load(
         let Ok(Some(out)) = classfile::rewrite(bytes, HOOK_CLASS) else {
             return;
         };
+        // Clock reads that only feed JVM statistics (`PerfCounter`) are left live.
+        if classfile::target_calls(bytes) == Ok(classfile::Calls::None) {
+            return;
+        }
         match a.jvmti.allocate(out.len()) {
             Ok(p) => {
                 std::ptr::copy_nonoverlapping(out.as_ptr(), p, out.len());
