@@ -659,6 +659,9 @@ impl Flusher {
             }
         };
         let mut records = c.records.lock().unwrap();
+        // Records are appended in event order, so a cursor finds each one (a search from the
+        // start for every event was quadratic in the events of a chunk).
+        let mut next_rec = records.partition_point(|(j, _)| *j < from);
         let run = &mut self.batch.runs[idx];
         for i in from..upto {
             // SAFETY: i < committed (acquired), so the slot and its data are published.
@@ -674,7 +677,7 @@ impl Flusher {
             } else {
                 None
             };
-            let rec;
+            let digest = (e.tag & T_DIGEST != 0).then_some(e.digest);
             let p = match e.tag & 0x0f {
                 0 => PayloadRef::None,
                 1 => PayloadRef::Int(e.value as i64),
@@ -689,15 +692,17 @@ impl Flusher {
                 _ => {
                     // Moved out, not cloned: each event of a chunk is taken once (from
                     // `taken` on), and a recycled chunk's records are cleared anyway.
-                    rec = records
-                        .iter_mut()
-                        .find(|(j, _)| *j == i)
-                        .map(|(_, r)| std::mem::take(r))
-                        .unwrap_or_default();
-                    PayloadRef::Record(&rec)
+                    let rec = match records.get_mut(next_rec) {
+                        Some((j, r)) if *j == i => {
+                            next_rec += 1;
+                            std::mem::take(r)
+                        }
+                        _ => Record::default(),
+                    };
+                    run.push_record(e.seq, e.kind, e.site, digest, rec);
+                    continue;
                 }
             };
-            let digest = (e.tag & T_DIGEST != 0).then_some(e.digest);
             run.push(e.seq, e.kind, e.site, digest, p);
         }
         c.taken.store(upto, Ordering::Relaxed);
@@ -856,6 +861,82 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
                     &inner,
                 )
             });
+        }
+    }
+}
+
+#[cfg(test)]
+mod incompressible_tests {
+    use super::*;
+    use crate::event::{Field, FieldValue, Payload};
+    use crate::reader::{LogReader, Ordered};
+
+    /// Bodies zstd cannot shrink (random bytes) are stored uncompressed: the log is about as
+    /// large as the bodies, and every byte reads back; compressible ones still compress.
+    #[test]
+    fn random_bodies_are_stored_as_they_are_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut random = |n: usize| {
+            (0..n)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect::<Vec<u8>>()
+        };
+        let bodies: Vec<Vec<u8>> = (0..40).map(|_| random(65536)).collect();
+        for (name, compressible) in [("random", false), ("same", true)] {
+            let p = dir.path().join(format!("{name}.replay"));
+            let r = Recorder::open(RecordConfig {
+                path: p.clone(),
+                header: HeaderInfo::for_this_process("test", "1", vec![]),
+                sync: false,
+                flush: Duration::from_millis(20),
+                main_thread: "main".into(),
+            })
+            .unwrap();
+            let k = r.intern("body");
+            let body = |i: usize| {
+                if compressible {
+                    vec![b'x'; 65536]
+                } else {
+                    bodies[i].clone()
+                }
+            };
+            for i in 0..bodies.len() {
+                let rec = Record {
+                    fields: vec![Field {
+                        name: "b0".into(),
+                        value: FieldValue::Bytes(body(i)),
+                    }],
+                };
+                r.record_owned(k, 0, None, rec);
+            }
+            r.finish().unwrap();
+            let size = std::fs::metadata(&p).unwrap().len();
+            let raw = (bodies.len() * 65536) as u64;
+            if compressible {
+                assert!(size < raw / 20, "{name}: {size} bytes");
+            } else {
+                assert!(size > raw && size < raw + raw / 20, "{name}: {size} bytes");
+            }
+            let mut it = Ordered::new(LogReader::open(&p).unwrap());
+            let mut n = 0;
+            for e in it.by_ref() {
+                let want = Record {
+                    fields: vec![Field {
+                        name: "b0".into(),
+                        value: FieldValue::Bytes(body(n)),
+                    }],
+                };
+                assert_eq!(e.payload, Payload::Record { record: want });
+                n += 1;
+            }
+            assert!(it.error().is_none(), "{:?}", it.error());
+            assert_eq!(n, bodies.len());
         }
     }
 }

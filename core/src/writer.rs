@@ -1,7 +1,7 @@
 //! File-level writer: the magic line, frames, the trailer. Used by the recorder's
 //! background flusher (and by tests that craft logs); never on a hot path.
 
-use crate::format::frame::{FrameHeader, FrameType, CODEC_NONE, CODEC_ZSTD};
+use crate::format::frame::{FrameHeader, FrameType, CODEC_NONE, CODEC_ZSTD, FRAME_HEADER_LEN};
 use crate::format::*;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -17,7 +17,20 @@ pub struct LogWriter {
     sync: bool,
     zstd: zstd::bulk::Compressor<'static>,
     buf: Vec<u8>,
+    /// The encoded batch, reused from frame to frame (a batch of http bodies is megabytes:
+    /// fresh buffers cost the flusher a page fault per 4 KiB).
+    raw: Vec<u8>,
+    /// Large frames left to store without trying zstd (see `SKIP_FROM`).
+    skip: u32,
 }
+
+/// Frames at least this large that zstd could not shrink by 3% make the next `SKIP_AFTER`
+/// ones of that size be stored uncompressed without trying (random or already compressed
+/// bodies); then one is compressed again, so a stream that turns compressible is noticed.
+/// Judging by a sample instead misjudged bodies repeated across a batch (each one random,
+/// the batch very compressible).
+const SKIP_FROM: usize = 256 << 10;
+const SKIP_AFTER: u32 = 15;
 
 impl LogWriter {
     /// Creates (truncating) the log with mode 0600 and writes the magic line and header.
@@ -44,6 +57,8 @@ impl LogWriter {
             sync,
             zstd,
             buf: Vec::new(),
+            raw: Vec::new(),
+            skip: 0,
         };
         w.write_raw(MAGIC)?;
         w.write_frame(FrameType::Header, &header.encode(), false)?;
@@ -65,33 +80,56 @@ impl LogWriter {
                 "chunk over the format's size bound",
             ));
         }
-        let (codec, stored): (u8, Vec<u8>) = if compress {
-            (CODEC_ZSTD, self.zstd.compress(raw)?)
-        } else {
-            (CODEC_NONE, raw.to_vec())
-        };
-        if stored.len() > MAX_STORED as usize {
+        // The frame is assembled in `buf`, header first: compressing straight into it saves
+        // an allocation and a copy of the stored bytes per frame. `buf` keeps its length (only
+        // growth is zero-filled); `end` is where this frame ends.
+        let bound = zstd::zstd_safe::compress_bound(raw.len()).max(raw.len());
+        if self.buf.len() < FRAME_HEADER_LEN + bound {
+            self.buf.resize(FRAME_HEADER_LEN + bound, 0);
+        }
+        let mut codec = CODEC_NONE;
+        let mut stored_len = raw.len();
+        let large = raw.len() >= SKIP_FROM;
+        if compress && large && self.skip > 0 {
+            self.skip -= 1;
+        } else if compress {
+            let n = self.zstd.compress_to_buffer(
+                raw,
+                &mut self.buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + bound],
+            )?;
+            // Incompressible data is stored as it is (smaller, and cheaper to read).
+            if n < raw.len() {
+                codec = CODEC_ZSTD;
+                stored_len = n;
+            }
+            if large && n >= raw.len() / 100 * 97 {
+                self.skip = SKIP_AFTER;
+            }
+        }
+        if codec == CODEC_NONE {
+            self.buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + raw.len()].copy_from_slice(raw);
+        }
+        if stored_len > MAX_STORED as usize {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "chunk over the format's size bound",
             ));
         }
+        let end = FRAME_HEADER_LEN + stored_len;
         let fh = FrameHeader {
             ty,
             codec,
-            stored_len: stored.len() as u32,
+            stored_len: stored_len as u32,
             raw_len: raw.len() as u32,
-            payload_crc: crc32c::crc32c(&stored),
+            payload_crc: crc32c::crc32c(&self.buf[FRAME_HEADER_LEN..end]),
         };
+        self.buf[..FRAME_HEADER_LEN].copy_from_slice(&fh.encode());
         // One write per frame, so a killed process leaves whole frames plus at most one
         // partial one, which the reader reports as the cut.
-        self.buf.clear();
-        self.buf.extend_from_slice(&fh.encode());
-        self.buf.extend_from_slice(&stored);
-        let buf = std::mem::take(&mut self.buf);
-        let r = self.write_raw(&buf);
-        self.buf = buf;
-        r
+        self.file.write_all(&self.buf[..end])?;
+        self.crc = crc32c::crc32c_append(self.crc, &self.buf[..end]);
+        self.offset += end as u64;
+        Ok(())
     }
 
     fn flush_sync(&mut self) -> io::Result<()> {
@@ -103,8 +141,11 @@ impl LogWriter {
 
     /// Writes one chunk.
     pub fn write_batch(&mut self, batch: &BatchBuilder) -> io::Result<()> {
-        let raw = batch.encode();
-        self.write_frame(FrameType::Chunk, &raw, true)?;
+        let mut raw = std::mem::take(&mut self.raw);
+        batch.encode_into(&mut raw);
+        let r = self.write_frame(FrameType::Chunk, &raw, true);
+        self.raw = raw;
+        r?;
         self.chunks += 1;
         self.events += batch.event_count();
         self.flush_sync()

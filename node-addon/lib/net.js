@@ -39,9 +39,11 @@
 // secret, a replay with the same secret matches, another secret diverges. A replayed response
 // carries the placeholder in place of a recorded Set-Cookie value.
 //
-// Not hooked: unix-socket paths, sockets a server accepts, tls.connect over a socket the
-// program passes (options.socket: TLS over a proxy tunnel) and TLSSockets the program builds
-// itself (new tls.TLSSocket): these run live in replay.
+// Not hooked: unix-socket paths and sockets a server accepts (these run live in replay).
+// tls.connect over a socket the program passes (options.socket: TLS over a proxy tunnel) and
+// TLSSockets the program builds itself (new tls.TLSSocket) run live in record, their TCP
+// socket recorded as ciphertext; in replay TLS over a replayed socket is a divergence (see
+// _wrapHandle below), over a socket that is not replayed (a unix path) it runs live.
 
 const net = require('net');
 const crypto = require('crypto');
@@ -678,6 +680,45 @@ function install(ev) {
     return sock;
   }, real.tlsConnect);
 
+  // TLS over a socket replay feeds (tls.connect({ socket }) over a proxy tunnel the program
+  // opened with CONNECT, or the program's own new tls.TLSSocket(socket)): what was recorded
+  // under it is ciphertext of keys made fresh each run, which no replay can decrypt. Every
+  // TLSSocket wraps its transport in _wrapHandle (Node 20 to 24), so that is where replay
+  // stops it: a divergence naming the connection under it (exit 86 under the default policy),
+  // or, under a policy that goes on, the socket fails with an error. Without this, TLS sat on
+  // a socket that never answered and the program ended early, with status 0 and no report.
+  const TLSP = tls.TLSSocket.prototype;
+  const realWrap = TLSP._wrapHandle;
+  const wrapHandle =
+    typeof realWrap === 'function'
+      ? like(function _wrapHandle(wrap, ...rest) {
+          // A handle-less socket (every replayed one) reaches here inside the JSStreamSocket
+          // Node wraps it in, as its `stream`.
+          const sock = wrap != null && wrap[CONN] === undefined && wrap.stream != null ? wrap.stream : wrap;
+          const c = sock != null ? sock[CONN] : undefined;
+          const stop = c !== undefined && c.fake && ev.on && !c.closed;
+          if (stop) {
+            try {
+              // No events of this kind are ever recorded: replaying one is always a divergence,
+              // and the kind's name is what the report shows.
+              const k = ev.kind(`node.tls over a replayed connection (${c.req}): TLS over a tunnel or a program's socket is not replayed`);
+              ev.replay(k, c.req);
+            } catch (e) {
+              ev.fail('a TLS socket over a replayed connection', e);
+            }
+            goneLive(c);
+          }
+          const r = realWrap.call(this, wrap, ...rest);
+          if (stop && !this.destroyed) {
+            // The TLS socket itself fails too: over a JS stream the transport's error does not
+            // reach it, and the program would wait for an 'end' that never comes.
+            const e = new Error('replay-node: TLS over a replayed connection cannot go live');
+            process.nextTick(() => this.destroy(e));
+          }
+          return r;
+        }, realWrap)
+      : undefined;
+
   const define = (name, value) =>
     Object.defineProperty(P, name, { value, writable: true, configurable: true, enumerable: false });
   define('connect', connect);
@@ -685,6 +726,7 @@ function install(ev) {
   define('_write', _write);
   define('_writev', _writev);
   if (replaying) {
+    if (wrapHandle !== undefined) TLSP._wrapHandle = wrapHandle;
     define('_read', _read);
     define('_final', _final);
     define('ref', ref);
@@ -705,6 +747,7 @@ function install(ev) {
 
   ev.onDisable(() => {
     if (tls.connect === tlsConnect) tls.connect = real.tlsConnect;
+    if (wrapHandle !== undefined && TLSP._wrapHandle === wrapHandle) TLSP._wrapHandle = realWrap;
     define('connect', real.connect);
     define('_write', real.write);
     define('_writev', real.writev);

@@ -7,28 +7,9 @@ const assert = require('node:assert');
 const fs = require('fs');
 const https = require('https');
 const net = require('net');
-const path = require('path');
 const { spawnSync } = require('child_process');
 const { tmpdir, runNode, runNodeAsync, script, cli } = require('./harness.js');
-
-// A key and a self-signed certificate for localhost and 127.0.0.1, in `dir`: a fresh pair from
-// openssl when it is installed, else the committed test pair in fixtures/ (valid until 2126;
-// it protects nothing).
-function certificate(dir) {
-  const key = path.join(dir, 'key.pem');
-  const cert = path.join(dir, 'cert.pem');
-  const r = spawnSync(
-    'openssl',
-    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key,
-      '-out', cert, '-days', '3650', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'],
-    { encoding: 'utf8' },
-  );
-  if (r.error || r.status !== 0) {
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'localhost-key.pem'), key);
-    fs.copyFileSync(path.join(__dirname, 'fixtures', 'localhost-cert.pem'), cert);
-  }
-  return { key: fs.readFileSync(key), cert: fs.readFileSync(cert), certPath: cert };
-}
+const { certificate } = require('./certs.js');
 
 // A server whose every answer differs from run to run (a counter and a random number).
 function startServer(tlsFiles, port = 0) {

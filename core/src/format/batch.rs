@@ -205,15 +205,6 @@ impl RunBuilder {
     /// Appends one event. Sequence numbers must increase within a run.
     #[inline]
     pub fn push(&mut self, seq: u64, kind: u32, site: u32, digest: Option<u64>, p: PayloadRef<'_>) {
-        if self.count == 0 {
-            self.first_seq = seq;
-        } else {
-            debug_assert!(seq > self.last_seq);
-            varint::put(&mut self.seq_gaps, seq - self.last_seq - 1);
-        }
-        self.last_seq = seq;
-        self.count += 1;
-        varint::put(&mut self.kinds, u64::from(kind));
         let (ty, int, errno, data) = match p {
             PayloadRef::None => (PayloadType::None, None, 0, None),
             PayloadRef::Int(v) => (PayloadType::Int, Some(v as u64), 0, None),
@@ -229,6 +220,47 @@ impl RunBuilder {
                 (PayloadType::Record, None, 0, None)
             }
         };
+        self.push_columns(seq, kind, site, digest, ty, int, errno, data);
+    }
+
+    /// Appends one `Record` event the caller hands over: the same event as [`Self::push`]
+    /// with `PayloadRef::Record(&record)`, without copying the record (the recorder's
+    /// flusher owns each record once; an http body copied here cost a memmove per event).
+    pub fn push_record(
+        &mut self,
+        seq: u64,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+        record: Record,
+    ) {
+        self.record_bytes += record_size(&record);
+        self.records.push(record);
+        self.push_columns(seq, kind, site, digest, PayloadType::Record, None, 0, None);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn push_columns(
+        &mut self,
+        seq: u64,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+        ty: PayloadType,
+        int: Option<u64>,
+        errno: i32,
+        data: Option<&[u8]>,
+    ) {
+        if self.count == 0 {
+            self.first_seq = seq;
+        } else {
+            debug_assert!(seq > self.last_seq);
+            varint::put(&mut self.seq_gaps, seq - self.last_seq - 1);
+        }
+        self.last_seq = seq;
+        self.count += 1;
+        varint::put(&mut self.kinds, u64::from(kind));
         let mut flags = ty as u8;
         if site != 0 {
             flags |= FLAG_SITE;
@@ -318,6 +350,62 @@ pub struct BatchBuilder {
     pub threads: Vec<(u32, u32)>,
     pub runs: Vec<RunBuilder>,
     pub marks: Vec<(u64, u64)>,
+    /// The message's first segment, kept from one batch to the next (see [`Segment`]).
+    scratch: std::sync::Mutex<Segment>,
+}
+
+/// A zeroed buffer that is the first segment of every message one builder encodes. A fresh
+/// segment per batch (megabytes when a batch holds http bodies) cost the flusher a page fault
+/// and a page clear per 4 KiB, more than the encoding itself; this one is re-zeroed only as
+/// far as the last message used it.
+#[derive(Default)]
+struct Segment {
+    words: Vec<u64>,
+    in_use: bool,
+    more: capnp::message::HeapAllocator,
+}
+
+/// Words of the kept segment at most: larger batches take their first segment from the heap
+/// for that message only, so one huge batch does not pin its memory for the whole recording.
+const KEPT_WORDS: usize = (16 << 20) / 8;
+
+impl Segment {
+    fn reserve(&mut self, words: usize) {
+        let want = words.min(KEPT_WORDS);
+        if self.words.len() < want {
+            self.words.resize(want, 0);
+        }
+    }
+}
+
+// SAFETY: the kept segment is handed out at most once at a time (`in_use`), is 8-byte
+// aligned (a Vec<u64>) and zeroed whenever it is handed out: it starts zeroed and is zeroed
+// back, as far as the message wrote it, when the message gives it back.
+unsafe impl capnp::message::Allocator for Segment {
+    fn allocate_segment(&mut self, minimum_size: u32) -> (std::ptr::NonNull<u8>, u32) {
+        if !self.in_use && !self.words.is_empty() && minimum_size as usize <= self.words.len() {
+            self.in_use = true;
+            let ptr = std::ptr::NonNull::new(self.words.as_mut_ptr() as *mut u8).unwrap();
+            return (ptr, self.words.len() as u32);
+        }
+        self.more.allocate_segment(minimum_size)
+    }
+
+    unsafe fn deallocate_segment(
+        &mut self,
+        ptr: std::ptr::NonNull<u8>,
+        word_size: u32,
+        words_used: u32,
+    ) {
+        if self.in_use && ptr.as_ptr() == self.words.as_mut_ptr() as *mut u8 {
+            let used = (words_used as usize).min(self.words.len());
+            self.words[..used].fill(0);
+            self.in_use = false;
+        } else {
+            // SAFETY: not the kept segment, so `more` allocated it.
+            unsafe { self.more.deallocate_segment(ptr, word_size, words_used) }
+        }
+    }
 }
 
 impl BatchBuilder {
@@ -336,7 +424,19 @@ impl BatchBuilder {
 
     /// Serializes to an unpacked Cap'n Proto message (the frame compresses it).
     pub fn encode(&self) -> Vec<u8> {
-        let mut msg = capnp::message::Builder::new_default();
+        let mut out = Vec::new();
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// [`Self::encode`] into `out` (emptied first), whose memory the caller reuses.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        // One first segment big enough for the whole batch, kept for the next one: the
+        // default (8 KiB, growing by halves) took a dozen fresh allocations per batch of
+        // http bodies, each paid again in page faults.
+        let mut seg = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        seg.reserve(self.approx_bytes() / 8 + 4096);
+        let mut msg = capnp::message::Builder::new(&mut *seg);
         {
             let mut b = msg.init_root::<batch::Builder>();
             let mut strings = b.reborrow().init_strings(self.strings.len() as u32);
@@ -363,7 +463,9 @@ impl BatchBuilder {
                 m.set_mono_ns(*ns);
             }
         }
-        capnp::serialize::write_message_to_words(&msg)
+        out.clear();
+        // Writing into a Vec cannot fail.
+        let _ = capnp::serialize::write_message(&mut *out, &msg);
     }
 }
 
@@ -607,6 +709,53 @@ fn decode_record(r: record::Reader<'_>, depth: u32) -> Result<Record, String> {
 mod tests {
     use super::*;
 
+    /// One builder encodes many batches through its kept first segment: a batch after a
+    /// larger one must not see the larger one's bytes (the segment is re-zeroed as far as it
+    /// was used), and owned and borrowed records encode alike.
+    #[test]
+    fn batches_encoded_one_after_another_decode_alike() {
+        let rec = |n: usize, fill: u8| Record {
+            fields: vec![
+                Field {
+                    name: "json".into(),
+                    value: FieldValue::Text(format!("{{\"n\":{n}}}")),
+                },
+                Field {
+                    name: "b0".into(),
+                    value: FieldValue::Bytes(vec![fill; n]),
+                },
+            ],
+        };
+        let mut batch = BatchBuilder::default();
+        let mut out = Vec::new();
+        for (round, count) in [(0u8, 40usize), (1, 3), (2, 25), (3, 1)] {
+            let mut rb = RunBuilder::new(1);
+            for i in 0..count {
+                let r = rec(1000 * (count - i), round * 16 + i as u8);
+                if i % 2 == 0 {
+                    rb.push_record(i as u64, 7, 0, Some(i as u64), r);
+                } else {
+                    rb.push(i as u64, 7, 0, None, PayloadRef::Record(&r));
+                }
+            }
+            batch.runs = vec![rb];
+            batch.encode_into(&mut out);
+            assert_eq!(out, batch.encode(), "round {round}");
+            let back = DecodedBatch::decode(&out, 0).unwrap();
+            let events = &back.runs[0].events;
+            assert_eq!(events.len(), count);
+            for (i, e) in events.iter().enumerate() {
+                let want = rec(1000 * (count - i), round * 16 + i as u8);
+                assert_eq!(
+                    e.payload,
+                    Payload::Record { record: want },
+                    "round {round} event {i}"
+                );
+                assert_eq!(e.digest, (i % 2 == 0).then_some(i as u64));
+            }
+        }
+    }
+
     #[test]
     fn delta_encoded_bytes_round_trip_and_shrink_a_timespec_stream() {
         // Two kinds interleaved, lengths that change, an ineligible part in between.
@@ -646,6 +795,7 @@ mod tests {
             threads: vec![(0, 0)],
             runs: vec![rb],
             marks: vec![],
+            ..Default::default()
         };
         let back = DecodedBatch::decode(&batch.encode(), 0).unwrap();
         for (e, (_, d)) in back.runs[0].events.iter().zip(&parts) {
@@ -723,6 +873,7 @@ mod tests {
             threads: vec![(3, 0)],
             runs: vec![rb],
             marks: vec![(5, 99)],
+            ..Default::default()
         };
         let bytes = batch.encode();
         let back = DecodedBatch::decode(&bytes, 0).unwrap();

@@ -1,0 +1,104 @@
+'use strict';
+// The measuring loop of the network benchmarks (bench-http.js, bench-https.js): for each body
+// size, a loopback server in this process; the client script run `runs` times live (no addon)
+// and recorded, alternately, then the server stopped and every recording replayed. Each run
+// prints one JSON line of figures; the medians go to the bench's report function.
+const { spawn } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+// Runs `node [--require pkg] client args...` with REPLAY_MODE=mode (none when mode is null);
+// resolves to the JSON object of the client's last stdout line.
+function run(pkg, client, mode, log, args, extraEnv = {}) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('REPLAY_') && k !== 'NODE_OPTIONS') env[k] = v;
+  Object.assign(env, extraEnv);
+  const nodeArgs = [];
+  if (mode) {
+    env.REPLAY_MODE = mode;
+    env.REPLAY_LOG = log;
+    nodeArgs.push('--require', pkg);
+  }
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [...nodeArgs, client, ...args.map(String)], {
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    c.stdout.on('data', (d) => (out += d));
+    c.on('error', reject);
+    c.on('close', (code) => {
+      if (code !== 0) reject(new Error(`${mode || 'live'} run exited with ${code}`));
+      else resolve(JSON.parse(out.trim().split('\n').pop()));
+    });
+  });
+}
+
+const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// opts: {
+//   name: temp dir prefix, client: the client's source,
+//   sizes: body sizes, argv: [requests, runs] defaults,
+//   setup(dir): once, returns context passed on (e.g. certificate files),
+//   server(body, ctx): a listening-ready server (not yet listening) answering `body`,
+//   args(port, n, size, ctx): the client's arguments, env(ctx): extra client environment,
+//   report(size, pick): prints; pick(key) is { live, record, replay } medians of that figure.
+// }
+// REPLAY_NODE_PKG=<dir> points at an installed package (default: node-addon/, which needs
+// replay_node.node, i.e. npm install).
+async function measure(opts) {
+  const n = Number(process.argv[2] || 300);
+  const runs = Number(process.argv[3] || 3);
+  const pkg = process.env.REPLAY_NODE_PKG || path.join(__dirname, '..');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${opts.name}-`));
+  try {
+    const client = path.join(dir, 'client.js');
+    fs.writeFileSync(client, opts.client);
+    const ctx = opts.setup ? opts.setup(dir) : {};
+    const env = opts.env ? opts.env(ctx) : {};
+    for (const size of opts.sizes) {
+      const server = opts.server(Buffer.alloc(size, 'x'), ctx);
+      await new Promise((r) => server.listen(0, '127.0.0.1', r));
+      const args = opts.args(server.address().port, n, size, ctx);
+      const live = [];
+      const rec = [];
+      const logs = [];
+      for (let i = 0; i < runs; i++) {
+        live.push(await run(pkg, client, null, null, args, env));
+        const log = path.join(dir, `s${size}-${i}.replay`);
+        logs.push(log);
+        rec.push(await run(pkg, client, 'record', log, args, env));
+      }
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      const rep = [];
+      for (const log of logs) rep.push(await run(pkg, client, 'replay', log, args, env));
+      const pick = (key) => ({
+        live: median(live.map((x) => x[key])),
+        record: median(rec.map((x) => x[key])),
+        replay: median(rep.map((x) => x[key])),
+      });
+      opts.report(size, pick);
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// "live 0.615 ms  record 0.624 ms (1.01x)  replay 0.392 ms (0.64x)"
+function line(m) {
+  return (
+    `live ${m.live.toFixed(3)} ms  record ${m.record.toFixed(3)} ms (${(m.record / m.live).toFixed(2)}x)  ` +
+    `replay ${m.replay.toFixed(3)} ms (${(m.replay / m.live).toFixed(2)}x)`
+  );
+}
+
+function main(opts) {
+  measure(opts).catch((e) => {
+    console.error(e.message);
+    process.exit(1);
+  });
+}
+
+module.exports = { run, median, measure, line, main };
