@@ -158,3 +158,81 @@ pub fn log_summary(path: &Path) -> (BTreeMap<String, u64>, Vec<String>) {
 pub fn log_kinds(path: &Path) -> BTreeMap<String, u64> {
     log_summary(path).0
 }
+
+/// A program recorded in a directory of its own: the directory (its input files), the log,
+/// what the program printed and the log's events by kind.
+pub struct Recorded {
+    pub dir: tempfile::TempDir,
+    pub log: PathBuf,
+    pub out: String,
+    pub kinds: BTreeMap<String, u64>,
+}
+
+/// Records `main args` in a fresh directory prepared by `setup`; the recording must exit 0
+/// and say nothing on stderr.
+pub fn record(jdk: &Jdk, main: &str, args: &[&str], setup: impl Fn(&Path)) -> Recorded {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path());
+    let log = dir.path().join("run.replay");
+    let o = java(
+        jdk,
+        dir.path(),
+        &[],
+        Some(&format!("record,log={}", log.display())),
+        main,
+        args,
+    );
+    let out = ok(&o, &format!("{}: record {main}", name(jdk)));
+    assert!(
+        o.stderr.trim().is_empty(),
+        "{}: record said:\n{}",
+        name(jdk),
+        o.stderr
+    );
+    let kinds = log_kinds(&log);
+    Recorded {
+        dir,
+        log,
+        out,
+        kinds,
+    }
+}
+
+/// Replays `r` with the same program (`main args` may differ: a changed program).
+pub fn replay(jdk: &Jdk, r: &Recorded, jvm_args: &[&str], main: &str, args: &[&str]) -> Finished {
+    java(
+        jdk,
+        r.dir.path(),
+        jvm_args,
+        Some(&format!("replay,log={}", r.log.display())),
+        main,
+        args,
+    )
+}
+
+/// Replays `r` and expects the recorded output and a quiet stderr.
+pub fn assert_replays(jdk: &Jdk, r: &Recorded, jvm_args: &[&str], main: &str, args: &[&str]) {
+    let o = replay(jdk, r, jvm_args, main, args);
+    assert_eq!(ok(&o, "replay"), r.out, "{}: {main}", name(jdk));
+    assert!(
+        o.stderr.trim().is_empty(),
+        "{}: replay said:\n{}",
+        name(jdk),
+        o.stderr
+    );
+}
+
+/// A directory `data` with two files (`a.txt` with a fixed mtime) and a subdirectory `sub`.
+pub fn data_tree(d: &Path) {
+    let data = d.join("data");
+    std::fs::create_dir_all(data.join("sub")).unwrap();
+    std::fs::write(data.join("a.txt"), "aaa\n").unwrap();
+    std::fs::write(data.join("b.txt"), "bbbbbb\n").unwrap();
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_577_934_245);
+    std::fs::File::options()
+        .write(true)
+        .open(data.join("a.txt"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+}

@@ -6,71 +6,9 @@
 //! Needs `cargo build --release -p replay-jvm` first: the agent is a cdylib that tests cannot
 //! depend on.
 
-use replay_tests::jvm::{java, jdks, log_kinds as kinds, name, ok, Jdk};
-use replay_tests::Finished;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-/// Records `main args` in a fresh directory prepared by `setup`, checks the recorded output
-/// with `check`, lets `change` alter the files, replays (under `-Xcheck:jni` when `xcheck`)
-/// and expects the same output and a quiet stderr. Returns the directory, the log's event
-/// counts and the recorded output for further checks.
-struct Recorded {
-    dir: tempfile::TempDir,
-    log: PathBuf,
-    out: String,
-    kinds: BTreeMap<String, u64>,
-}
-
-fn record(jdk: &Jdk, main: &str, args: &[&str], setup: impl Fn(&Path)) -> Recorded {
-    let dir = tempfile::tempdir().unwrap();
-    setup(dir.path());
-    let log = dir.path().join("run.replay");
-    let o = java(
-        jdk,
-        dir.path(),
-        &[],
-        Some(&format!("record,log={}", log.display())),
-        main,
-        args,
-    );
-    let out = ok(&o, &format!("{}: record {main}", name(jdk)));
-    assert!(
-        o.stderr.trim().is_empty(),
-        "{}: record said:\n{}",
-        name(jdk),
-        o.stderr
-    );
-    let kinds = kinds(&log);
-    Recorded {
-        dir,
-        log,
-        out,
-        kinds,
-    }
-}
-
-fn replay(jdk: &Jdk, r: &Recorded, jvm_args: &[&str], main: &str, args: &[&str]) -> Finished {
-    java(
-        jdk,
-        r.dir.path(),
-        jvm_args,
-        Some(&format!("replay,log={}", r.log.display())),
-        main,
-        args,
-    )
-}
-
-fn assert_replays(jdk: &Jdk, r: &Recorded, jvm_args: &[&str], main: &str, args: &[&str]) {
-    let o = replay(jdk, r, jvm_args, main, args);
-    assert_eq!(ok(&o, "replay"), r.out, "{}: {main}", name(jdk));
-    assert!(
-        o.stderr.trim().is_empty(),
-        "{}: replay said:\n{}",
-        name(jdk),
-        o.stderr
-    );
-}
+use replay_tests::jvm::{
+    assert_replays, data_tree, java, jdks, name, ok, record, replay, Jdk, Recorded,
+};
 
 fn assert_diverges(jdk: &Jdk, r: &Recorded, main: &str, args: &[&str], expected_kind: &str) {
     let o = replay(jdk, r, &[], main, args);
@@ -160,25 +98,11 @@ fn random_access_file_reads_replay_after_the_file_was_edited_and_deleted() {
     }
 }
 
-fn meta_setup(d: &Path) {
-    let data = d.join("data");
-    std::fs::create_dir_all(data.join("sub")).unwrap();
-    std::fs::write(data.join("a.txt"), "aaa\n").unwrap();
-    std::fs::write(data.join("b.txt"), "bbbbbb\n").unwrap();
-    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_577_934_245);
-    std::fs::File::options()
-        .write(true)
-        .open(data.join("a.txt"))
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
-}
-
 #[test]
 fn file_metadata_and_listings_replay_after_the_directory_changed() {
     let args = ["data", "gone.txt"];
     for jdk in jdks() {
-        let r = record(jdk, "FileMeta", &args, meta_setup);
+        let r = record(jdk, "FileMeta", &args, data_tree);
         for want in [
             "data: exists true dir true file false",
             "list a.txt,b.txt,sub",

@@ -8,72 +8,15 @@
 //! Needs `cargo build --release -p replay-jvm` first: the agent is a cdylib that tests cannot
 //! depend on.
 
-use replay_tests::jvm::{java, jdks, log_kinds, name, ok, Jdk};
-use replay_tests::Finished;
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use replay_tests::jvm::{
+    assert_replays, data_tree, java, jdks, name, ok, record, replay, Jdk, Recorded,
+};
 
 const ARGS: [&str; 2] = ["data", "gone.txt"];
 
-struct Recorded {
-    dir: tempfile::TempDir,
-    log: PathBuf,
-    out: String,
-    kinds: BTreeMap<String, u64>,
-}
-
-/// A directory `data` with two files (one with a fixed mtime) and a subdirectory.
-fn setup(d: &Path) {
-    let data = d.join("data");
-    std::fs::create_dir_all(data.join("sub")).unwrap();
-    std::fs::write(data.join("a.txt"), "aaa\n").unwrap();
-    std::fs::write(data.join("b.txt"), "bbbbbb\n").unwrap();
-    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_577_934_245);
-    std::fs::File::options()
-        .write(true)
-        .open(data.join("a.txt"))
-        .unwrap()
-        .set_modified(old)
-        .unwrap();
-}
-
-/// Records NioMeta in a fresh directory made by [`setup`]; record must say nothing.
-fn record(jdk: &Jdk) -> Recorded {
-    let dir = tempfile::tempdir().unwrap();
-    setup(dir.path());
-    let log = dir.path().join("run.replay");
-    let opts = format!("record,log={}", log.display());
-    let o = java(jdk, dir.path(), &[], Some(&opts), "NioMeta", &ARGS);
-    let out = ok(&o, &format!("{}: record", name(jdk)));
-    assert!(
-        o.stderr.trim().is_empty(),
-        "{}: record said:\n{}",
-        name(jdk),
-        o.stderr
-    );
-    let kinds = log_kinds(&log);
-    Recorded {
-        dir,
-        log,
-        out,
-        kinds,
-    }
-}
-
-fn replay(jdk: &Jdk, r: &Recorded, jvm_args: &[&str], args: &[&str]) -> Finished {
-    let opts = format!("replay,log={}", r.log.display());
-    java(jdk, r.dir.path(), jvm_args, Some(&opts), "NioMeta", args)
-}
-
-fn assert_replays(jdk: &Jdk, r: &Recorded, jvm_args: &[&str]) {
-    let o = replay(jdk, r, jvm_args, &ARGS);
-    assert_eq!(ok(&o, "replay"), r.out, "{} {jvm_args:?}", name(jdk));
-    assert!(
-        o.stderr.trim().is_empty(),
-        "{}: replay said:\n{}",
-        name(jdk),
-        o.stderr
-    );
+/// Records NioMeta over [`data_tree`].
+fn nio_record(jdk: &Jdk) -> Recorded {
+    record(jdk, "NioMeta", &ARGS, data_tree)
 }
 
 fn is_jdk17(jdk: &Jdk) -> bool {
@@ -83,7 +26,7 @@ fn is_jdk17(jdk: &Jdk) -> bool {
 #[test]
 fn nio_metadata_and_directory_streams_replay_after_the_tree_changed() {
     for jdk in jdks() {
-        let r = record(jdk);
+        let r = nio_record(jdk);
         for want in [
             "gone.txt: size NoSuchFileException(gone.txt)",
             "data: exists true notExists false dir true file false readable true nofollow true",
@@ -159,21 +102,21 @@ fn nio_metadata_and_directory_streams_replay_after_the_tree_changed() {
         let live = ok(&java(jdk, d, &[], None, "NioMeta", &ARGS), "live");
         assert!(live.contains("list b.txt,c.txt"), "{live}");
         assert!(live.contains("branch: found gone.txt"), "{live}");
-        assert_replays(jdk, &r, &["-Xcheck:jni"]);
+        assert_replays(jdk, &r, &["-Xcheck:jni"], "NioMeta", &ARGS);
 
         // The whole directory gone and a file in its place: still the recorded tree.
         std::fs::remove_dir_all(&data).unwrap();
         std::fs::write(&data, "not a directory\n").unwrap();
-        assert_replays(jdk, &r, &[]);
+        assert_replays(jdk, &r, &[], "NioMeta", &ARGS);
     }
 }
 
 #[test]
 fn a_changed_program_gets_the_divergence_report_at_the_first_different_call() {
     for jdk in jdks() {
-        let r = record(jdk);
+        let r = nio_record(jdk);
         // Another path: the first call (Files.size, a stat on both JDKs) asks about it.
-        let o = replay(jdk, &r, &[], &["data", "other.txt"]);
+        let o = replay(jdk, &r, &[], "NioMeta", &["data", "other.txt"]);
         assert_eq!(o.code(), 86, "{}: {}", name(jdk), o.stderr);
         assert!(o.stderr.contains("DIVERGENCE"), "{}", o.stderr);
         assert!(
@@ -191,7 +134,7 @@ fn a_changed_program_gets_the_divergence_report_at_the_first_different_call() {
 
         // One more question before the listing: the program asks isExecutable where the
         // recording opened the directory for Files.list.
-        let o = replay(jdk, &r, &[], &["data", "gone.txt", "extra"]);
+        let o = replay(jdk, &r, &[], "NioMeta", &["data", "gone.txt", "extra"]);
         assert_eq!(o.code(), 86, "{}: {}", name(jdk), o.stderr);
         assert!(
             o.stderr
