@@ -7,7 +7,6 @@
 //   node bench-fs.js [calls] [runs]
 // REPLAY_NODE_PKG=<dir> points at an installed package (default: this folder, which needs
 // replay_node.node, i.e. npm install).
-const { spawn } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -52,31 +51,8 @@ for (const [name, f] of cases) {
 })();
 `;
 
-function run(pkg, client, mode, log, args) {
-  const env = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('REPLAY_') && k !== 'NODE_OPTIONS') env[k] = v;
-  const nodeArgs = [];
-  if (mode) {
-    env.REPLAY_MODE = mode;
-    env.REPLAY_LOG = log;
-    nodeArgs.push('--require', pkg);
-  }
-  return new Promise((resolve, reject) => {
-    const c = spawn(process.execPath, [...nodeArgs, client, ...args.map(String)], {
-      env,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let out = '';
-    c.stdout.on('data', (d) => (out += d));
-    c.on('error', reject);
-    c.on('close', (code) => {
-      if (code !== 0) reject(new Error(`${mode || 'bare'} run exited with ${code}`));
-      else resolve(JSON.parse(out.trim().split('\n').pop()));
-    });
-  });
-}
-
-const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+// The child runner and median of the network benchmarks.
+const { run, median } = require('./bench/common.js');
 
 async function main() {
   const n = Number(process.argv[2] || 20000);
