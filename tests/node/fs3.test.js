@@ -9,7 +9,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const path = require('path');
-const { tmpdir, runNode, script } = require('./harness.js');
+const { tmpdir, runNode, script, recordChangeReplay: recordChangeReplayIn } = require('./harness.js');
 
 // data/: files, a subdirectory, links to a file, a directory and a link, and a dangling one.
 function world(dir) {
@@ -49,27 +49,8 @@ function setup(source) {
   return { dir, d, app, log: path.join(dir, 'app.replay') };
 }
 
-// Record, check against a run without the addon, change the world, check that it shows
-// without replay, replay: the same stdout, in the recorded order.
-function recordChangeReplay(t, check) {
-  const rec = runNode('record', t.log, t.app, { args: [t.d] });
-  assert.strictEqual(rec.code, 0, rec.stderr);
-  assert.strictEqual(rec.stderr, '');
-  check(rec.stdout);
-  const bare = runNode(null, null, t.app, { args: [t.d] });
-  assert.strictEqual(bare.code, 0, bare.stderr);
-  // Sorted: concurrent completions may come in another order from run to run.
-  const sorted = (out) => out.split('\n').sort().join('\n');
-  assert.strictEqual(sorted(bare.stdout), sorted(rec.stdout), 'record changes what the program sees');
-  changeWorld(t.d);
-  const live = runNode(null, null, t.app, { args: [t.d] });
-  assert.notStrictEqual(sorted(live.stdout), sorted(rec.stdout), 'the changed world must show without replay');
-  const rep = runNode('replay', t.log, t.app, { args: [t.d] });
-  assert.strictEqual(rep.code, 0, rep.stderr);
-  assert.strictEqual(rep.stderr, '');
-  assert.strictEqual(rep.stdout, rec.stdout);
-  return rec.stdout;
-}
+// Record, check, change the world, replay: harness.js's recordChangeReplay over this world.
+const recordChangeReplay = (t, check) => recordChangeReplayIn(t, check, changeWorld);
 
 // Shared by the programs: paths relative to the data directory, errors as their fields.
 const PRELUDE = `

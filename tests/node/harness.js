@@ -1,6 +1,7 @@
 'use strict';
 // Shared helpers for the node --test suites in this folder: where the package is, a fresh
 // temporary directory per test, and running a script under record or replay.
+const assert = require('node:assert');
 const { spawnSync, spawn } = require('child_process');
 const fs = require('fs');
 const os = require('os');
@@ -93,4 +94,27 @@ function cli() {
   return candidates.find((p) => fs.existsSync(p)) || null;
 }
 
-module.exports = { PKG, tmpdir, runNode, runNodeAsync, script, cleanEnv, cli };
+// Records t.app (args: [t.d]) into t.log, lets `check` look at its stdout, checks it against a
+// run without the addon, lets `changeWorld(t.d)` change the files and checks that this shows
+// without replay, then replays: the same stdout, in the recorded order, and a quiet stderr.
+function recordChangeReplay(t, check, changeWorld) {
+  const rec = runNode('record', t.log, t.app, { args: [t.d] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stderr, '');
+  check(rec.stdout);
+  const bare = runNode(null, null, t.app, { args: [t.d] });
+  assert.strictEqual(bare.code, 0, bare.stderr);
+  // Sorted: concurrent completions may come in another order from run to run.
+  const sorted = (out) => out.split('\n').sort().join('\n');
+  assert.strictEqual(sorted(bare.stdout), sorted(rec.stdout), 'record changes what the program sees');
+  changeWorld(t.d);
+  const live = runNode(null, null, t.app, { args: [t.d] });
+  assert.notStrictEqual(sorted(live.stdout), sorted(rec.stdout), 'the changed world must show without replay');
+  const rep = runNode('replay', t.log, t.app, { args: [t.d] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+  return rec.stdout;
+}
+
+module.exports = { PKG, tmpdir, runNode, runNodeAsync, script, cleanEnv, cli, recordChangeReplay };
