@@ -194,6 +194,20 @@ pub struct RecordConfig {
     pub main_thread: String,
 }
 
+#[cfg(test)]
+impl RecordConfig {
+    /// The settings the unit tests record with: a test header, no sync, a short flush.
+    pub(crate) fn for_test(path: PathBuf) -> RecordConfig {
+        RecordConfig {
+            path,
+            header: HeaderInfo::for_this_process("test", "1", vec![]),
+            sync: false,
+            flush: Duration::from_millis(20),
+            main_thread: "main".into(),
+        }
+    }
+}
+
 type FlusherHandle = std::thread::JoinHandle<Result<TrailerInfo, String>>;
 
 #[derive(Clone)]
@@ -890,14 +904,7 @@ mod incompressible_tests {
         let bodies: Vec<Vec<u8>> = (0..40).map(|_| random(65536)).collect();
         for (name, compressible) in [("random", false), ("same", true)] {
             let p = dir.path().join(format!("{name}.replay"));
-            let r = Recorder::open(RecordConfig {
-                path: p.clone(),
-                header: HeaderInfo::for_this_process("test", "1", vec![]),
-                sync: false,
-                flush: Duration::from_millis(20),
-                main_thread: "main".into(),
-            })
-            .unwrap();
+            let r = Recorder::open(RecordConfig::for_test(p.clone())).unwrap();
             let k = r.intern("body");
             let body = |i: usize| {
                 if compressible {
@@ -951,14 +958,7 @@ mod owned_tests {
     fn record_owned_logs_the_same_event_as_record() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("owned.replay");
-        let r = Recorder::open(RecordConfig {
-            path: p.clone(),
-            header: HeaderInfo::for_this_process("test", "1", vec![]),
-            sync: false,
-            flush: Duration::from_millis(20),
-            main_thread: "main".into(),
-        })
-        .unwrap();
+        let r = Recorder::open(RecordConfig::for_test(p.clone())).unwrap();
         let k = r.intern("k");
         let rec = |n: u64| Record {
             fields: vec![

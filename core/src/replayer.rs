@@ -1056,7 +1056,7 @@ impl Replayer {
 #[cfg(test)]
 mod run_tests {
     use super::*;
-    use crate::format::{HeaderInfo, PayloadRef};
+    use crate::format::PayloadRef;
     use crate::recorder::{RecordConfig, Recorder};
     use crate::report::DivergenceKind;
 
@@ -1070,14 +1070,7 @@ mod run_tests {
     /// Recorded on one thread: a0 b0 a1 b1 a2 c(digest) a3 a4.
     fn log(dir: &Path) -> PathBuf {
         let p = dir.join("run.replay");
-        let r = Recorder::open(RecordConfig {
-            path: p.clone(),
-            header: HeaderInfo::for_this_process("test", "1", vec![]),
-            sync: false,
-            flush: Duration::from_millis(20),
-            main_thread: "main".into(),
-        })
-        .unwrap();
+        let r = Recorder::open(RecordConfig::for_test(p.clone())).unwrap();
         let (a, b, c) = (r.intern("a"), r.intern("b"), r.intern("c"));
         for i in 0..2u64 {
             r.record(a, 0, None, PayloadRef::Uint(i));
