@@ -32,6 +32,10 @@ const K_PERF = 3;
 const K_HRTIME = 4;
 const K_HRTIME_BIG = 5;
 const K_ORIGIN = 6;
+// A batch entry that is the next event queued by lib/events.js (K_QUEUED in src/lib.rs).
+const K_QUEUED = 255;
+// Bytes of queued event values held before a crossing (see host.queue).
+const QUEUE_BYTES = 1 << 20;
 
 // Hook modules under lib/, installed in this order when present.
 const MODULES = ['fs', 'crypto', 'net'];
@@ -94,6 +98,8 @@ function install() {
   const host = {
     mode: started,
     beforeRecord() {},
+    queue: null,
+    flushPending() {},
     leave() {},
     wentLive() {},
     disable: (what, e) => disable(what, e),
@@ -153,6 +159,15 @@ function install() {
   let ev = null;
 
   function disable(what, e) {
+    // What was queued before the error is kept (flushing again after a failed crossing
+    // finds nothing queued: the batch is emptied before it crosses).
+    const pending = host.flushPending;
+    host.flushPending = () => {};
+    try {
+      pending();
+    } catch (_) {
+      // Reported below; the queue is lost with the session.
+    }
     restore();
     if (ev) ev.restoreAll();
     fail(what, e);
@@ -182,6 +197,18 @@ function install() {
     const codes = new Uint8Array(BATCH + 1);
     let n = 0;
     let checked = 0; // rcount at the last checkpoint
+    // The events of lib/events.js (file reads, socket chunks, completions) queue here too,
+    // each marked in the batch by K_QUEUED with its kind code as the value, so one crossing
+    // carries them in their place among the clock reads: crossing per event, with its
+    // argument conversions, cost several microseconds each (a recorded http request is
+    // three events). A value's JSON text is made and its bytes copied into `data` when the
+    // event happens, so what the program does to its buffers later is not recorded.
+    const inputs = [];
+    const jsons = [];
+    let lens = new Uint32Array(1024);
+    let nlens = 0;
+    const data = Buffer.allocUnsafeSlow(QUEUE_BYTES);
+    let ndata = 0;
     const flushBatch = () => {
       if (rcount !== checked && rlimit > 0) {
         values[n++] = rcount;
@@ -190,12 +217,42 @@ function install() {
       }
       if (n === 0) return;
       const count = n;
-      n = 0;
+      const nl = nlens;
+      const nd = ndata;
+      n = nlens = ndata = 0;
       try {
-        native.recordBatch(values, codes, count);
+        native.recordBatch(values, codes, count, inputs, jsons, lens, nl, data, nd);
       } catch (e) {
         disable('recording', e);
+      } finally {
+        inputs.length = 0;
+        jsons.length = 0;
       }
+    };
+    host.queue = (code, input, json, bufs) => {
+      let size = 0;
+      for (let i = 0; i < bufs.length; i++) size += bufs[i].length;
+      if (size > QUEUE_BYTES / 4) {
+        // A big value (a whole file) goes over by itself: copying it into the queue first
+        // would cost a copy more and a flush anyway.
+        flushBatch();
+        native.evRecord(code, input, json, bufs);
+        return;
+      }
+      if (ndata + size > data.length || nlens + 1 + bufs.length > lens.length) flushBatch();
+      if (1 + bufs.length > lens.length) lens = new Uint32Array(2 * (1 + bufs.length));
+      lens[nlens++] = bufs.length;
+      for (let i = 0; i < bufs.length; i++) {
+        const b = bufs[i];
+        lens[nlens++] = b.length;
+        data.set(b, ndata);
+        ndata += b.length;
+      }
+      inputs.push(input);
+      jsons.push(json);
+      values[n] = code;
+      codes[n] = K_QUEUED;
+      if (++n === BATCH) flushBatch();
     };
     clockFor = (code) => (live) => {
       const v = live();
@@ -238,6 +295,7 @@ function install() {
       }
     };
     host.beforeRecord = flushBatch;
+    host.flushPending = flushBatch;
     finish = () => {
       clearInterval(timer);
       flushBatch();

@@ -377,9 +377,24 @@ impl Recorder {
     /// be large: a front end that builds the record for this call only saves a copy).
     pub fn record_owned(&self, kind: u32, site: u32, digest: Option<u64>, record: Record) -> u64 {
         let seq = self.inner.hot.seq.fetch_add(1, Ordering::Relaxed);
+        self.record_owned_at(seq, kind, site, digest, record);
+        seq
+    }
+
+    /// [`Self::record_owned`] with a sequence number taken earlier from
+    /// [`Self::seq_counter`] by this same thread, as [`Self::record_at`] (a front end that
+    /// buffers its events hands them over in one batch with numbers in their order).
+    pub fn record_owned_at(
+        &self,
+        seq: u64,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+        record: Record,
+    ) {
         if self.inner.hot.stopped.load(Ordering::Relaxed) {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
-            return seq;
+            return;
         }
         let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
@@ -416,7 +431,6 @@ impl Recorder {
         if r.is_err() {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
         }
-        seq
     }
 
     /// Records many `Int` events (site 0, no digest, no data) whose sequence numbers were

@@ -22,6 +22,8 @@
 //                           record only, so they must not be recorded)
 //   ev.done(key, v)         record: async operation `key` completed with value v (one event of
 //                           kind node.done, in completion order)
+//   ev.doneTag(key, t, b)   record: ev.done(key, { t, b }) for a tag t of letters and b a
+//                           Buffer or undefined (no b), without the codec's walk (hot paths)
 //   ev.await(key, cb)       replay: cb(v) runs (from setImmediate) when the recorded completion
 //                           order reaches `key`; completions are delivered one per loop turn in
 //                           recorded order. A completion the program never waits for within the
@@ -80,6 +82,9 @@ function encode(value) {
   const json = JSON.stringify({ v: prep(value) });
   return { json, bufs };
 }
+
+const NO_BUFS = Object.freeze([]);
+const NULL_VALUE = Object.freeze({ json: '{"v":null}', bufs: NO_BUFS });
 
 const ERRORS = { TypeError, RangeError, SyntaxError, ReferenceError, URIError, EvalError };
 
@@ -174,6 +179,7 @@ function create(native, host) {
       return LIVE;
     },
     done() {},
+    doneTag() {},
     await(key, cb) {
       setImmediate(cb, LIVE);
     },
@@ -181,17 +187,38 @@ function create(native, host) {
 
   if (host.mode === 'record') {
     const doneKind = native.evKind('node.done');
+    const put = (k, input, json, bufs) => {
+      if (host.queue !== null) {
+        host.queue(k, input, json, bufs);
+        return;
+      }
+      host.beforeRecord();
+      native.evRecord(k, input, json, bufs);
+    };
     ev.record = (k, input, value) => {
       if (!ev.on) return;
       try {
-        host.beforeRecord();
-        const x = encode(value);
-        native.evRecord(k, input == null ? null : String(input), x.json, x.bufs);
+        // null: what a write records (its input is what counts), made without the codec.
+        const x = value === null ? NULL_VALUE : encode(value);
+        put(k, input == null ? null : String(input), x.json, x.bufs);
       } catch (e) {
         ev.fail('recording', e);
       }
     };
     ev.done = (key, value) => ev.record(doneKind, null, { k: key, v: value });
+    // The text encode({ k: key, v: { t, b: bytes } }) makes, written directly: lib/net.js
+    // records every socket chunk this way, and walking a copy of the value cost more than
+    // the rest of recording it.
+    ev.doneTag = (key, t, bytes) => {
+      if (!ev.on) return;
+      try {
+        const head = `{"v":{"k":${JSON.stringify(key)},"v":{"t":"${t}"`;
+        if (bytes === undefined) put(doneKind, null, `${head}}}}`, NO_BUFS);
+        else put(doneKind, null, `${head},"b":{"\\u0000b":0}}}}`, [bytes]);
+      } catch (e) {
+        ev.fail('recording', e);
+      }
+    };
     return ev;
   }
 

@@ -70,41 +70,70 @@ function redactor() {
   const mark = (value) =>
     `[redacted sha256:${crypto.createHash('sha256').update(value, 'latin1').digest('hex').slice(0, 16)}]`;
   // Whether a header line of those names may be in `buf`: a cheap look at each line start
-  // (found by the native indexOf) with a first byte that can begin a name, instead of making
-  // a string of every body chunk (a 64 KB body cost more than the rest of its recording).
-  // Past 64 lines, the rest is searched as a whole, as before.
+  // (found by the native indexOf) with a first byte that can begin a name, comparing bytes,
+  // instead of making a string of every chunk (a 64 KB body cost more than the rest of its
+  // recording; a string per candidate line cost microseconds per response).
+  // The names' bytes with bit 0x20 set: a byte compared the same way matches its letter in
+  // either case (other bytes may match where they should not, which only costs the exact
+  // test below; none fails to match).
+  const folded = names.map((n) => Buffer.from(n, 'latin1').map((b) => b | 0x20));
   const firstByte = new Uint8Array(256);
-  for (const n of names) {
-    firstByte[n.charCodeAt(0) & 0xff] = 1;
-    firstByte[n.toUpperCase().charCodeAt(0) & 0xff] = 1;
+  for (const f of folded) {
+    firstByte[f[0]] = 1;
+    firstByte[f[0] & ~0x20] = 1;
   }
-  const atLine = new RegExp(`^(${escaped.join('|')}):`, 'i');
-  const probe = Math.max(...names.map((n) => n.length)) + 1;
+  const nameAt = (buf, i) => {
+    for (let n = 0; n < folded.length; n++) {
+      const f = folded[n];
+      if (i + f.length >= buf.length || buf[i + f.length] !== 0x3a) continue;
+      let k = 0;
+      while (k < f.length && (buf[i + k] | 0x20) === f[k]) k++;
+      if (k === f.length) return true;
+    }
+    return false;
+  };
+  // Lines are found by LF alone (a line start of the exact test is after CRLF): more places
+  // looked at, never fewer. Past 64 lines, the rest is searched as a whole.
   const mayHold = (buf) => {
     for (let i = 0, lines = 0; i < buf.length; lines++) {
       if (lines === 64) {
         re.lastIndex = 0;
         return re.test(buf.toString('latin1', i));
       }
-      if (firstByte[buf[i]] === 1 && atLine.test(buf.toString('latin1', i, i + probe))) return true;
-      const j = buf.indexOf('\r\n', i);
+      if (firstByte[buf[i]] === 1 && nameAt(buf, i)) return true;
+      const j = buf.indexOf(0x0a, i);
       if (j < 0) return false;
-      i = j + 2;
+      i = j + 1;
     }
     return false;
   };
+  const replace = (s) => {
+    re.lastIndex = 0;
+    return s.replace(re, (_, pre, name, sep, value) => pre + name + sep + mark(value));
+  };
   // Bytes in, bytes out (latin1 keeps every byte); the same Buffer when nothing matched.
-  return (buf) => {
+  const bytes = (buf) => {
     if (!mayHold(buf)) return buf;
     const s = buf.toString('latin1');
     re.lastIndex = 0;
     if (!re.test(s)) return buf;
-    re.lastIndex = 0;
-    return Buffer.from(
-      s.replace(re, (_, pre, name, sep, value) => pre + name + sep + mark(value)),
-      'latin1',
-    );
+    return Buffer.from(replace(s), 'latin1');
   };
+  // The same for the latin1 text of bytes (what an HTTP client writes its head as).
+  bytes.text = (s) => {
+    re.lastIndex = 0;
+    return re.test(s) ? replace(s) : s;
+  };
+  return bytes;
+}
+
+// Encodings in which a string of code units up to 0xff is its bytes' latin1 text.
+const LATIN1 = new Set(['latin1', 'binary', 'ascii']);
+const WIDE = /[^\x00-\xff]/;
+
+// A chunk's latin1 text when Writable hands it over as one (no conversion needed), or null.
+function textOf(chunk, encoding) {
+  return typeof chunk === 'string' && LATIN1.has(encoding) && !WIDE.test(chunk) ? chunk : null;
 }
 
 // Bytes of a chunk as Writable hands it to _write/_writev.
@@ -411,8 +440,10 @@ function install(ev) {
   // order the program makes them. So a response goes to its request in replay even when a
   // pool (http.Agent, undici) puts the request on another connection than it did recorded.
   // The old stream ends with 'n' (moved on).
-  function written(c, b) {
-    const head = b.toString('latin1', 0, Math.min(b.length, 8192));
+  // `text`: the bytes' latin1 text when the program wrote them as one, else null (then `b`).
+  function written(c, b, text) {
+    const head =
+      text !== null ? text.slice(0, 8192) : b.toString('latin1', 0, Math.min(b.length, 8192));
     const m = HTTP_LINE.exec(head);
     if (m) {
       c.req = `${c.ep} ${m[1]} ${absolute(c, head, m[2])}`;
@@ -422,12 +453,12 @@ function install(ev) {
         follow(c, next);
       } else {
         if (c.secure && c.cur === c.key && !c.sock._secureEstablished) c.held = true;
-        else ev.done(c.cur, { t: 'n' });
+        else ev.doneTag(c.cur, 'n');
         c.cur = next;
       }
     }
     const kind = writeKind(c.req);
-    const input = `${c.cur} ${redact(b).toString('latin1')}`;
+    const input = `${c.cur} ${text !== null ? redact.text(text) : redact(b).toString('latin1')}`;
     if (!replaying) {
       ev.record(kind, input, null);
       return true;
@@ -443,6 +474,11 @@ function install(ev) {
 
   function note(c, v) {
     ev.done(c.cur, v);
+  }
+
+  // note(c, { t, b }) of a plain tag (and chunk), the way that costs least.
+  function noteTag(c, t, b) {
+    ev.doneTag(c.cur, t, b);
   }
 
   // A TLS connection's connect and handshake outcome, on its own stream; the stream ends there
@@ -554,7 +590,7 @@ function install(ev) {
       try {
         if (name === 'connect') {
           if (c.secure) noteConn(c, { t: 'k' }, false);
-          else note(c, { t: 'k' });
+          else noteTag(c, 'k');
         } else if (name === 'secureConnect' && c.secure) {
           noteConn(c, { t: 's', i: handshake(this) }, true);
         } else if (name === 'error') {
@@ -563,7 +599,7 @@ function install(ev) {
         } else if (name === 'close' && !c.closed) {
           c.closed = true;
           open.delete(c);
-          note(c, { t: 'c' });
+          noteTag(c, 'c');
           if (c.held) noteConn(c, null, true);
         }
       } catch (e) {
@@ -577,10 +613,8 @@ function install(ev) {
     const c = this[CONN];
     if (c !== undefined && !c.fake && ev.on && !c.closed) {
       try {
-        if (chunk === null) note(c, { t: 'e' });
-        else {
-          note(c, { t: 'd', b: redact(bytesOf(chunk, encoding)) });
-        }
+        if (chunk === null) noteTag(c, 'e');
+        else noteTag(c, 'd', redact(bytesOf(chunk, encoding)));
       } catch (e) {
         ev.fail('recording a connection', e);
       }
@@ -592,7 +626,10 @@ function install(ev) {
     const c = this[CONN];
     if (c === undefined || !ev.on) return real.write.call(this, data, encoding, cb);
     try {
-      if (!written(c, bytesOf(data, encoding))) return cb(new Error('replay-node: write not replayed'));
+      const text = textOf(data, encoding);
+      if (!written(c, text === null ? bytesOf(data, encoding) : null, text)) {
+        return cb(new Error('replay-node: write not replayed'));
+      }
     } catch (e) {
       ev.fail('a connection write', e);
     }
@@ -607,7 +644,7 @@ function install(ev) {
       const all = chunks.allBuffers
         ? Buffer.concat(chunks.map((x) => bytesOf(x.chunk || x)))
         : Buffer.concat(chunks.map((x) => bytesOf(x.chunk, x.encoding)));
-      if (!written(c, all)) return cb(new Error('replay-node: write not replayed'));
+      if (!written(c, all, null)) return cb(new Error('replay-node: write not replayed'));
     } catch (e) {
       ev.fail('a connection write', e);
     }

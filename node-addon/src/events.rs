@@ -12,7 +12,7 @@
 //! Replay takes each kind's events in recorded order ([`replay_core::Replayer::next_of`]).
 
 use crate::{active, err, guarded, report, Active, Res, PENDING};
-use napi::bindgen_prelude::Buffer;
+use napi::bindgen_prelude::{Buffer, BufferSlice};
 use napi_derive::napi;
 use replay_core::session::Session;
 use replay_core::{digest, Event, Field, FieldValue, Payload, Record};
@@ -75,28 +75,105 @@ pub fn ev_kind(name: String) -> Res<u32> {
 /// Records one event of kind `code`: `input` identifies the call (digested), `json` and
 /// `bufs` are its value.
 #[napi]
-pub fn ev_record(code: u32, input: Option<String>, json: String, bufs: Vec<Buffer>) -> Res<()> {
+pub fn ev_record(
+    code: u32,
+    input: Option<String>,
+    json: String,
+    bufs: Vec<BufferSlice>,
+) -> Res<()> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(()) };
         let Session::Record(rec) = &a.core.session else {
             return Err(err("ev_record called while replaying"));
         };
         let kind = kind_id(code)?;
-        let mut fields = Vec::with_capacity(1 + bufs.len());
-        fields.push(Field {
-            name: "json".into(),
-            value: FieldValue::Text(json),
-        });
-        for (i, b) in bufs.iter().enumerate() {
-            fields.push(Field {
-                name: format!("b{i}"),
-                value: FieldValue::Bytes(b.to_vec()),
-            });
-        }
+        let record = value_record(json, bufs.iter().map(|b| &b[..]));
         // Handed over, not copied again: a body can be large.
-        rec.record_owned(kind, 0, input_digest(&input), Record { fields });
+        rec.record_owned(kind, 0, input_digest(&input), record);
         Ok(())
     })
+}
+
+/// The `Record` of a value: its JSON text and binary parts (see the module comment).
+fn value_record<'a>(json: String, bufs: impl ExactSizeIterator<Item = &'a [u8]>) -> Record {
+    let mut fields = Vec::with_capacity(1 + bufs.len());
+    fields.push(Field {
+        name: "json".into(),
+        value: FieldValue::Text(json),
+    });
+    for (i, b) in bufs.enumerate() {
+        fields.push(Field {
+            name: format!("b{i}"),
+            value: FieldValue::Bytes(b.to_vec()),
+        });
+    }
+    Record { fields }
+}
+
+/// Events of [`ev_record`]'s shape that the JS side queued for one [`crate::record_batch`]
+/// crossing (a crossing with its argument conversions cost more than the rest of recording
+/// a socket chunk): event i's input and JSON text, and in `lens` its number of binary parts
+/// followed by their lengths, the parts themselves one after another in `data`.
+pub(crate) struct Queued<'a> {
+    pub(crate) inputs: Vec<Option<String>>,
+    pub(crate) jsons: Vec<String>,
+    pub(crate) lens: &'a [u32],
+    pub(crate) data: &'a [u8],
+}
+
+impl Queued<'_> {
+    /// Builds each queued event in order: `f(kind_id, digest, record)`. Checks the parts
+    /// against `lens` and `data` before anything is recorded, so a malformed queue records
+    /// nothing of itself.
+    pub(crate) fn each(
+        self,
+        codes: impl Iterator<Item = u32>,
+        mut f: impl FnMut(u32, Option<u64>, Record),
+    ) -> Res<()> {
+        let codes: Vec<u32> = codes.collect();
+        if codes.len() != self.inputs.len() || codes.len() != self.jsons.len() {
+            return Err(err(format!(
+                "batch marks {} queued events, the queue holds {} inputs and {} values",
+                codes.len(),
+                self.inputs.len(),
+                self.jsons.len()
+            )));
+        }
+        let (mut at, mut off) = (0usize, 0usize);
+        for _ in 0..codes.len() {
+            let n = *self
+                .lens
+                .get(at)
+                .ok_or_else(|| err("queued parts end early"))? as usize;
+            let parts = self
+                .lens
+                .get(at + 1..at + 1 + n)
+                .ok_or_else(|| err("queued parts end early"))?;
+            off += parts.iter().map(|&l| l as usize).sum::<usize>();
+            at += 1 + n;
+        }
+        if off > self.data.len() {
+            return Err(err(format!(
+                "queued parts need {off} bytes, the queue holds {}",
+                self.data.len()
+            )));
+        }
+        let kinds: Vec<u32> = codes.iter().map(|&c| kind_id(c)).collect::<Res<_>>()?;
+        let (mut at, mut off) = (0usize, 0usize);
+        for ((kind, input), json) in kinds.into_iter().zip(self.inputs).zip(self.jsons) {
+            let n = self.lens[at] as usize;
+            let parts = &self.lens[at + 1..at + 1 + n];
+            at += 1 + n;
+            let mut bufs = Vec::with_capacity(n);
+            for &l in parts {
+                bufs.push(&self.data[off..off + l as usize]);
+                off += l as usize;
+            }
+            let record = value_record(json, bufs.into_iter());
+            f(kind, input_digest(&input), record);
+        }
+        Ok(())
+    }
 }
 
 /// Replays the next event of kind `code`, checked against `input`. Returns its value, or

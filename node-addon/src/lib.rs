@@ -19,7 +19,7 @@
 //! divergence. Errors are returned to JS as exceptions; `index.js` turns them into one line
 //! on stderr and switches the hooks off.
 
-use napi::bindgen_prelude::{Float64Array, Uint8Array};
+use napi::bindgen_prelude::{BufferSlice, Float64Array, Uint32Array, Uint8Array};
 use napi_derive::napi;
 use replay_core::report::DivergenceKind;
 use replay_core::session::{Core, Session};
@@ -162,9 +162,26 @@ fn open(node_version: &str) -> Option<Active> {
     })
 }
 
-/// Records the first `n` events of a batch: `values[i]` is what hook `kinds[i]` returned.
+/// Marks a batch entry as the next event of `lib/events.js`'s queue ([`events::Queued`]);
+/// its value is the event's kind code ([`events::ev_kind`]).
+const K_QUEUED: u8 = 255;
+
+/// Records the first `n` events of a batch: `values[i]` is what hook `kinds[i]` returned,
+/// or for a [`K_QUEUED`] entry the kind code of the next event of the queue `inputs`,
+/// `jsons`, `lens[..nlens]` and `data[..ndata]` ([`events::Queued`]).
 #[napi]
-pub fn record_batch(values: Float64Array, kinds: Uint8Array, n: u32) -> Res<()> {
+#[allow(clippy::too_many_arguments)]
+pub fn record_batch(
+    values: Float64Array,
+    kinds: Uint8Array,
+    n: u32,
+    inputs: Option<Vec<Option<String>>>,
+    jsons: Option<Vec<String>>,
+    lens: Option<Uint32Array>,
+    nlens: Option<u32>,
+    data: Option<BufferSlice>,
+    ndata: Option<u32>,
+) -> Res<()> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(()) };
         let Session::Record(rec) = &a.core.session else {
@@ -179,13 +196,42 @@ pub fn record_batch(values: Float64Array, kinds: Uint8Array, n: u32) -> Res<()> 
                 codes.len()
             )));
         }
-        if let Some(bad) = codes[..n].iter().find(|&&c| c as usize >= KINDS.len()) {
+        if let Some(bad) = codes[..n]
+            .iter()
+            .find(|&&c| c as usize >= KINDS.len() && c != K_QUEUED)
+        {
             return Err(err(format!("unknown hook code {bad} in a batch")));
         }
+        let queued = (values[..n].iter().zip(&codes[..n]))
+            .filter(|(_, &c)| c == K_QUEUED)
+            .map(|(&v, _)| v as u32);
+        let mut records = Vec::new();
+        let (lens, data) = (
+            lens.as_deref().unwrap_or(&[]),
+            data.as_deref().unwrap_or(&[]),
+        );
+        let nlens = (nlens.unwrap_or(0) as usize).min(lens.len());
+        let ndata = (ndata.unwrap_or(0) as usize).min(data.len());
+        events::Queued {
+            inputs: inputs.unwrap_or_default(),
+            jsons: jsons.unwrap_or_default(),
+            lens: &lens[..nlens],
+            data: &data[..ndata],
+        }
+        .each(queued, |kind, digest, record| {
+            records.push((kind, digest, record))
+        })?;
+        let mut records = records.into_iter();
         // One block of numbers for the batch: safe because only this thread records (see the
         // crate comment), and the events go in with the numbers in their order of happening.
         let first = rec.seq_counter().fetch_add(n as u64, Ordering::Relaxed);
         for (i, (&v, &c)) in values[..n].iter().zip(&codes[..n]).enumerate() {
+            if c == K_QUEUED {
+                if let Some((kind, digest, record)) = records.next() {
+                    rec.record_owned_at(first + i as u64, kind, 0, digest, record);
+                }
+                continue;
+            }
             let payload = match KINDS[c as usize].1 {
                 Num::Int => PayloadRef::Int(v as i64),
                 Num::Float => PayloadRef::Float(v),

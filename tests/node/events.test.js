@@ -6,7 +6,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const path = require('path');
-const { tmpdir, runNode, script } = require('./harness.js');
+const { tmpdir, runNode, script, cli } = require('./harness.js');
 
 const APP = `
 const ev = require('replay-node')[Symbol.for('replay-node.events')];
@@ -62,4 +62,56 @@ test('recorded values, errors and completion order replay after the files change
   assert.match(other.stderr, /DIVERGENCE/);
   assert.match(other.stderr, /test\.read/);
   assert.match(other.stderr, /app\.js:\d+/);
+});
+
+// Events are queued in the process and handed to the native side in batches: what is
+// recorded is the value when the event happened, not what the program made of its buffers
+// before the batch crossed, and events queued among clock reads keep their place.
+const QUEUED = `
+const ev = require('replay-node')[Symbol.for('replay-node.events')];
+const k = ev.kind('test.chunk');
+const parts = [];
+for (let i = 0; i < 3; i++) {
+  let v;
+  const t = Date.now() > 0;
+  if (ev.mode === 'record') {
+    const b = Buffer.from('chunk ' + i + ' ' + 'x'.repeat(i * 300000));
+    v = { b, t };
+    ev.record(k, 'chunk ' + i, v);
+    b.fill(0x3f); // after the event: must not reach the log
+    ev.doneTag('tag ' + i, 'd', Buffer.from('tagged ' + i));
+  } else {
+    v = ev.replay(k, 'chunk ' + i);
+  }
+  parts.push(v.b.toString('latin1', 0, 9) + ' ' + v.b.length + ' ' + v.t);
+}
+console.log(parts.join('|'));
+if (ev.mode === 'replay') {
+  for (let i = 0; i < 3; i++) ev.await('tag ' + i, (v) => console.log(v.t, v.b.toString()));
+}
+`;
+
+test('queued events record the value at the call, in order with clock reads', () => {
+  const dir = tmpdir();
+  const app = script(dir, 'q.js', QUEUED.replace("require('replay-node')", `require(${JSON.stringify(require('./harness.js').PKG)})`));
+  const log = path.join(dir, 'q.replay');
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  // chunk 1 and 2 are over a quarter of the queue's bytes: they cross by themselves.
+  assert.strictEqual(rec.stdout, '???????? 8 true|????????? 300008 true|????????? 600008 true\n');
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(
+    rep.stdout,
+    'chunk 0  8 true|chunk 1 x 300008 true|chunk 2 x 600008 true\nd tagged 0\nd tagged 1\nd tagged 2\n',
+  );
+  // The log's order: each chunk after its clock read, each tag after its chunk.
+  const bin = cli();
+  assert.ok(bin, 'the replay CLI is built (cargo build --release)');
+  const dump = require('child_process').execFileSync(bin, ['dump', log], { encoding: 'utf8' });
+  const kinds = dump
+    .split('\n')
+    .map((l) => (/(node\.Date\.now|test\.chunk|node\.done)/.exec(l) || [])[1])
+    .filter(Boolean);
+  assert.deepStrictEqual(kinds, [].concat(...[0, 1, 2].map(() => ['node.Date.now', 'test.chunk', 'node.done'])));
 });
