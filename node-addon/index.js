@@ -221,7 +221,9 @@ function install() {
       const nd = ndata;
       n = nlens = ndata = 0;
       try {
-        native.recordBatch(values, codes, count, inputs, jsons, lens, nl, data, nd);
+        // One string for all texts: each crossing string costs its own conversions, and JSON
+        // text never holds a raw line feed.
+        native.recordBatch(values, codes, count, inputs, jsons.join('\n'), lens, nl, data, nd);
       } catch (e) {
         disable('recording', e);
       } finally {

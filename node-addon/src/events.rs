@@ -116,7 +116,7 @@ fn value_record<'a>(json: String, bufs: impl ExactSizeIterator<Item = &'a [u8]>)
 /// followed by their lengths, the parts themselves one after another in `data`.
 pub(crate) struct Queued<'a> {
     pub(crate) inputs: Vec<Option<String>>,
-    pub(crate) jsons: Vec<String>,
+    pub(crate) jsons: Vec<&'a str>,
     pub(crate) lens: &'a [u32],
     pub(crate) data: &'a [u8],
 }
@@ -169,7 +169,7 @@ impl Queued<'_> {
                 bufs.push(&self.data[off..off + l as usize]);
                 off += l as usize;
             }
-            let record = value_record(json, bufs.into_iter());
+            let record = value_record(json.to_string(), bufs.into_iter());
             f(kind, input_digest(&input), record);
         }
         Ok(())

@@ -168,7 +168,8 @@ const K_QUEUED: u8 = 255;
 
 /// Records the first `n` events of a batch: `values[i]` is what hook `kinds[i]` returned,
 /// or for a [`K_QUEUED`] entry the kind code of the next event of the queue `inputs`,
-/// `jsons`, `lens[..nlens]` and `data[..ndata]` ([`events::Queued`]).
+/// `jsons` (the JSON texts joined by line feeds), `lens[..nlens]` and `data[..ndata]`
+/// ([`events::Queued`]).
 #[napi]
 #[allow(clippy::too_many_arguments)]
 pub fn record_batch(
@@ -176,7 +177,7 @@ pub fn record_batch(
     kinds: Uint8Array,
     n: u32,
     inputs: Option<Vec<Option<String>>>,
-    jsons: Option<Vec<String>>,
+    jsons: Option<String>,
     lens: Option<Uint32Array>,
     nlens: Option<u32>,
     data: Option<BufferSlice>,
@@ -214,7 +215,11 @@ pub fn record_batch(
         let ndata = (ndata.unwrap_or(0) as usize).min(data.len());
         events::Queued {
             inputs: inputs.unwrap_or_default(),
-            jsons: jsons.unwrap_or_default(),
+            // No JSON text is empty: an empty string is no events, not one.
+            jsons: match jsons.as_deref() {
+                None | Some("") => Vec::new(),
+                Some(j) => j.split('\n').collect(),
+            },
             lens: &lens[..nlens],
             data: &data[..ndata],
         }
