@@ -1,15 +1,19 @@
 //! Replay: per-thread cursors over a recorded log, strict or relaxed ordering, and
 //! verification of every replayed call against its thread's next recorded event.
 //!
-//! The log is read lazily, one chunk at a time, by whichever thread runs out of events
-//! first; its events are handed to per-thread queues. In strict mode a thread takes its next
-//! event only when the global cursor (the number of events consumed so far, since sequence
-//! numbers are dense) reaches that event's number, so the recorded interleaving of the
-//! intercepted calls happens again. Waiting spins briefly, then parks; if the cursor makes no
-//! progress for `timeout` while a thread waits, that is a divergence (never a hang).
+//! The log is decoded (read, checked, decompressed, parsed) ahead by a background thread into
+//! a small bounded channel, so the program's threads do not pay for it; the decoded chunks
+//! are taken lazily, one at a time, by whichever thread runs out of events first, which maps
+//! their strings to live ids and hands their events to per-thread queues. In strict mode a
+//! thread takes its next event only when the global cursor (the number of events consumed so
+//! far, since sequence numbers are dense) reaches that event's number, so the recorded
+//! interleaving of the intercepted calls happens again. Waiting spins briefly, then parks; if
+//! the cursor makes no progress for `timeout` while a thread waits, that is a divergence
+//! (never a hang).
 
 use crate::error::LogError;
 use crate::event::Event;
+use crate::format::DecodedBatch;
 use crate::options::Order;
 use crate::reader::{End, LogReader};
 use crate::report::{Actual, Divergence, DivergenceKind, ThreadState};
@@ -17,10 +21,86 @@ use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 const NONE: u64 = u64::MAX;
+
+/// Decoded chunks the read-ahead thread may hold ready: enough to hide a chunk's decoding
+/// behind the replay of the one before, few enough that memory stays bounded for big logs.
+const READ_AHEAD: usize = 4;
+
+/// What the read-ahead thread hands over: the outcome of one `LogReader::next_batch`.
+enum Msg {
+    Batch(DecodedBatch),
+    End(Option<End>),
+    Error(String),
+}
+
+impl Msg {
+    fn read(reader: &mut LogReader) -> Msg {
+        match reader.next_batch() {
+            Ok(Some(b)) => Msg::Batch(b),
+            Ok(None) => Msg::End(reader.end().cloned()),
+            Err(e) => Msg::Error(e.to_string()),
+        }
+    }
+}
+
+/// Where the next chunk comes from while there is more to read.
+enum Feed {
+    Ahead(Receiver<Msg>),
+    /// Read on the calling thread: only if the read-ahead thread could not be started.
+    Inline(Box<LogReader>),
+}
+
+impl Feed {
+    /// Starts the read-ahead thread. It owns the reader and blocks only on sending to the
+    /// bounded channel; it ends after the last message or when the receiver is dropped (with
+    /// the replayer). It is detached, so it never holds the process open.
+    fn start(reader: LogReader) -> Feed {
+        // The reader goes through a slot so that it can be taken back if the spawn fails.
+        let slot = Arc::new(Mutex::new(Some(reader)));
+        let (tx, rx) = sync_channel(READ_AHEAD);
+        let theirs = slot.clone();
+        let spawned = std::thread::Builder::new()
+            .name("replay-reader".into())
+            .spawn(move || {
+                let Some(mut reader) = theirs.lock().ok().and_then(|mut s| s.take()) else {
+                    return;
+                };
+                drop(theirs);
+                loop {
+                    let msg = Msg::read(&mut reader);
+                    let last = !matches!(msg, Msg::Batch(_));
+                    if tx.send(msg).is_err() || last {
+                        return;
+                    }
+                }
+            });
+        match spawned {
+            Ok(_) => Feed::Ahead(rx),
+            Err(_) => match slot.lock().ok().and_then(|mut s| s.take()) {
+                Some(reader) => Feed::Inline(Box::new(reader)),
+                // Not expected (a failed spawn drops the closure unrun); if the thread did take
+                // the reader, the channel carries what it reads, or its failure.
+                None => Feed::Ahead(rx),
+            },
+        }
+    }
+
+    /// The next message, waiting for the read-ahead thread if it has not decoded it yet.
+    fn next(&mut self) -> Msg {
+        match self {
+            // A closed channel before the last message: the thread panicked.
+            Feed::Ahead(rx) => rx
+                .recv()
+                .unwrap_or_else(|_| Msg::Error("the log reader thread failed".into())),
+            Feed::Inline(reader) => Msg::read(reader),
+        }
+    }
+}
 
 struct Queue {
     batches: Mutex<VecDeque<Vec<Event>>>,
@@ -57,7 +137,8 @@ impl Queue {
 }
 
 struct Source {
-    reader: Option<LogReader>,
+    /// `Some` while there is more of the log to read.
+    reader: Option<Feed>,
     end: Option<End>,
     error: Option<String>,
     total: u64,
@@ -169,12 +250,15 @@ impl Replayer {
     /// Opens the log (checking its magic, version and header) and binds the calling thread
     /// to logical thread 0.
     pub fn open(cfg: ReplayConfig) -> Result<Replayer, LogError> {
-        let reader = LogReader::open(&cfg.path)?;
+        let mut reader = LogReader::open(&cfg.path)?;
+        // The first chunk is read here so that a log unreadable from its start fails at
+        // start-up; the rest is read ahead on the reader thread.
+        let first = Msg::read(&mut reader);
         let inner = Arc::new(Inner {
             gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
             path: cfg.path,
             source: Mutex::new(Source {
-                reader: Some(reader),
+                reader: None,
                 end: None,
                 error: None,
                 total: 0,
@@ -193,10 +277,11 @@ impl Replayer {
             phantoms: AtomicU64::new(0),
         });
         let r = Replayer { inner };
-        // Read the first chunk now so that a log unreadable from its start fails at start-up.
         {
             let mut src = r.inner.source.lock().unwrap();
-            r.read_more(&mut src);
+            if r.take(&mut src, first) {
+                src.reader = Some(Feed::start(reader));
+            }
             if let Some(e) = &src.error {
                 if src.total == 0 {
                     return Err(LogError::Corrupt {
@@ -241,13 +326,21 @@ impl Replayer {
             .unwrap_or_else(|| "?".into())
     }
 
-    /// Reads one more chunk into the queues. Caller holds the source lock.
+    /// Takes one more chunk into the queues. Caller holds the source lock. Waiting here for
+    /// the read-ahead thread is like waiting for the file was: that thread takes no lock of
+    /// the replayer, so it always gets on.
     fn read_more(&self, src: &mut Source) -> bool {
-        let Some(reader) = src.reader.as_mut() else {
+        let Some(feed) = src.reader.as_mut() else {
             return false;
         };
-        match reader.next_batch() {
-            Ok(Some(b)) => {
+        let msg = feed.next();
+        self.take(src, msg)
+    }
+
+    /// Hands a decoded chunk to the queues, or records how the log ended; false at the end.
+    fn take(&self, src: &mut Source, msg: Msg) -> bool {
+        match msg {
+            Msg::Batch(b) => {
                 {
                     let mut live = self.inner.live.write().unwrap();
                     for (id, text) in &b.strings {
@@ -290,17 +383,17 @@ impl Replayer {
                 }
                 true
             }
-            Ok(None) => {
-                src.end = reader.end().cloned();
+            Msg::End(end) => {
+                src.end = end;
                 src.reader = None;
                 false
             }
-            Err(e) => {
+            Msg::Error(e) => {
                 eprintln!(
                     "replay: {}: {e}; replay continues with the events before it",
                     self.inner.path.display()
                 );
-                src.error = Some(e.to_string());
+                src.error = Some(e);
                 src.reader = None;
                 false
             }
@@ -1143,6 +1236,19 @@ mod run_tests {
             d.render()
         );
         assert_eq!(d.seq, 6);
+    }
+
+    #[test]
+    fn a_reader_thread_that_panics_is_a_read_error_not_a_hang() {
+        let (tx, rx) = sync_channel::<Msg>(READ_AHEAD);
+        let t = std::thread::spawn(move || {
+            let _tx = tx;
+            panic!("decoder bug");
+        });
+        assert!(t.join().is_err());
+        assert!(
+            matches!(Feed::Ahead(rx).next(), Msg::Error(e) if e == "the log reader thread failed")
+        );
     }
 
     #[test]
