@@ -3,7 +3,9 @@
 //! `index.js` replaces `Date.now`, `Date`, `Math.random` and `performance.now` with hooks.
 //! Recording, a hook stores its value and a kind code into a `Float64Array`/`Uint8Array`
 //! pair on the JS side and hands the batch to [`record_batch`] every few thousand events
-//! (crossing N-API per call would cost more than the call itself). Replay fetches a run of
+//! (crossing N-API per call would cost more than the call itself); the structured events of
+//! `lib/events.js` (files, sockets, completions) ride in the same batch, marked [`K_QUEUED`]
+//! in their place among the clock reads. Replay fetches a run of
 //! a kind's next values per crossing ([`replay_run`]) that the JS side serves call by call;
 //! a call with none left is reported at that call, values unused at exit go back to the core
 //! ([`replay_unread`]) and count as left over. `Math.random` is a generator seeded from the
