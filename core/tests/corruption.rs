@@ -3,23 +3,6 @@
 
 mod common;
 use replay_core::*;
-use std::io::Cursor;
-
-/// Reads a whole log from bytes; returns (events, end, error).
-fn read_all(bytes: &[u8]) -> (u64, Option<End>, Option<String>) {
-    let mut r = match LogReader::new(Cursor::new(bytes)) {
-        Ok(r) => r,
-        Err(e) => return (0, None, Some(e.to_string())),
-    };
-    let mut n = 0;
-    loop {
-        match r.next_batch() {
-            Ok(Some(b)) => n += b.runs.iter().map(|r| r.events.len() as u64).sum::<u64>(),
-            Ok(None) => return (n, r.end().cloned(), None),
-            Err(e) => return (n, None, Some(e.to_string())),
-        }
-    }
-}
 
 struct Rng(u64);
 impl Rng {
@@ -45,7 +28,7 @@ fn good_log() -> Vec<u8> {
 #[test]
 fn intact_log_reads_completely() {
     let bytes = good_log();
-    let (n, end, err) = read_all(&bytes);
+    let (n, end, err) = common::read_all(&bytes);
     assert_eq!(err, None);
     assert_eq!(n, 9000);
     assert!(matches!(end, Some(End::Complete(t)) if t.events == 9000 && t.threads == 4));
@@ -54,7 +37,7 @@ fn intact_log_reads_completely() {
 #[test]
 fn every_truncation_is_a_cut_or_error_never_a_panic() {
     let bytes = good_log();
-    let total = read_all(&bytes).0;
+    let total = common::read_all(&bytes).0;
     // Before the header frame is whole, opening fails (a log without a header is unusable).
     let header_end =
         13 + 24 + u32::from_le_bytes(bytes[13 + 8..13 + 12].try_into().unwrap()) as usize;
@@ -64,7 +47,7 @@ fn every_truncation_is_a_cut_or_error_never_a_panic() {
         .step_by(7)
         .chain(bytes.len() - 64..bytes.len())
     {
-        let (n, end, err) = std::panic::catch_unwind(|| read_all(&bytes[..len]))
+        let (n, end, err) = std::panic::catch_unwind(|| common::read_all(&bytes[..len]))
             .unwrap_or_else(|_| panic!("panic on prefix of {len} bytes"));
         assert!(n <= total);
         match (end, err) {
@@ -82,7 +65,7 @@ fn every_truncation_is_a_cut_or_error_never_a_panic() {
         last_events = last_events.max(n);
     }
     assert_eq!(
-        read_all(&[]).2.unwrap(),
+        common::read_all(&[]).2.unwrap(),
         "empty file: not a replay log (0 bytes)"
     );
 }
@@ -116,7 +99,7 @@ fn thousands_of_random_mutations_never_panic() {
                 m.drain(i..i + n);
             }
         }
-        let r = std::panic::catch_unwind(|| read_all(&m))
+        let r = std::panic::catch_unwind(|| common::read_all(&m))
             .unwrap_or_else(|_| panic!("panic on mutation case {case}"));
         if m == bytes || r.2.is_some() || matches!(r.1, Some(End::Cut { .. })) {
             detected += 1;
@@ -138,19 +121,19 @@ fn random_files_are_rejected_with_a_reason() {
     let mut rng = Rng(42);
     for len in [1usize, 5, 13, 100, 5000] {
         let junk: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
-        let e = read_all(&junk).2.expect("random bytes accepted");
+        let e = common::read_all(&junk).2.expect("random bytes accepted");
         assert!(e.contains("not a replay log") || e.contains("cut"), "{e}");
     }
     // Right magic, random body.
     let mut junk = b"REPLAY-LOG 1\n".to_vec();
     junk.extend((0..500).map(|_| rng.next() as u8));
-    let e = read_all(&junk).2.unwrap();
+    let e = common::read_all(&junk).2.unwrap();
     assert!(e.starts_with("corrupt log at offset 13"), "{e}");
 }
 
 #[test]
 fn wrong_generation_and_future_reader_version() {
-    let e = read_all(b"REPLAY-LOG 9\nwhatever").2.unwrap();
+    let e = common::read_all(b"REPLAY-LOG 9\nwhatever").2.unwrap();
     assert!(e.contains("generation 9"), "{e}");
     // A header that demands a newer reader.
     let dir = tempfile::tempdir().unwrap();
@@ -185,7 +168,7 @@ fn corrupt_middle_chunk_names_its_offset_and_keeps_earlier_events() {
     let target = frames[2];
     let mut m = bytes.clone();
     m[target + 30] ^= 0xff;
-    let (n, _, err) = read_all(&m);
+    let (n, _, err) = common::read_all(&m);
     let err = err.unwrap();
     assert_eq!(
         err,

@@ -5,7 +5,6 @@
 mod common;
 use replay_core::report::DivergenceKind;
 use replay_core::*;
-use std::io::Cursor;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -38,19 +37,6 @@ fn frames(bytes: &[u8]) -> Vec<usize> {
         at += 24 + u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
     }
     v
-}
-
-/// What reading the bytes in place gives: (events, end, error).
-fn read_in_place(bytes: &[u8]) -> (u64, Option<End>, Option<String>) {
-    let mut r = LogReader::new(Cursor::new(bytes)).unwrap();
-    let mut n = 0;
-    loop {
-        match r.next_batch() {
-            Ok(Some(b)) => n += b.runs.iter().map(|r| r.events.len() as u64).sum::<u64>(),
-            Ok(None) => return (n, r.end().cloned(), None),
-            Err(e) => return (n, None, Some(e.to_string())),
-        }
-    }
 }
 
 fn value(e: &Event) -> u64 {
@@ -112,7 +98,7 @@ fn a_cut_many_chunk_log_replays_up_to_the_cut_and_reports_it() {
     for cut in [mid + 24 + 10, trailer] {
         let p = dir.path().join(format!("cut-{cut}.replay"));
         std::fs::write(&p, &bytes[..cut]).unwrap();
-        let (n, end, err) = read_in_place(&bytes[..cut]);
+        let (n, end, err) = common::read_all(&bytes[..cut]);
         assert_eq!(err, None);
         assert!(matches!(end, Some(End::Cut { .. })), "{end:?}");
         assert!(n > 0 && (n < EVENTS || cut == trailer), "{n}");
@@ -130,7 +116,7 @@ fn a_corrupt_chunk_in_a_many_chunk_log_ends_replay_before_it() {
     let f = frames(&bytes);
     // A flipped payload byte of a chunk in the middle: its checksum fails.
     bytes[f[f.len() / 2] + 24 + 3] ^= 0x40;
-    let (n, end, err) = read_in_place(&bytes);
+    let (n, end, err) = common::read_all(&bytes);
     assert!(err.is_some_and(|e| e.contains("checksum")));
     assert!(n > 0 && n < EVENTS, "{n}");
     let p = dir.path().join("corrupt.replay");

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 use replay_core::*;
+use std::io::Cursor;
 use std::path::Path;
 use std::time::Duration;
 
@@ -74,4 +75,20 @@ pub fn varied_log(path: &Path) {
         }
     });
     r.finish().unwrap();
+}
+
+/// Reads a whole log from bytes, as a reader in place does; returns (events, end, error).
+pub fn read_all(bytes: &[u8]) -> (u64, Option<End>, Option<String>) {
+    let mut r = match LogReader::new(Cursor::new(bytes)) {
+        Ok(r) => r,
+        Err(e) => return (0, None, Some(e.to_string())),
+    };
+    let mut n = 0;
+    loop {
+        match r.next_batch() {
+            Ok(Some(b)) => n += b.runs.iter().map(|r| r.events.len() as u64).sum::<u64>(),
+            Ok(None) => return (n, r.end().cloned(), None),
+            Err(e) => return (n, None, Some(e.to_string())),
+        }
+    }
 }
