@@ -97,8 +97,7 @@ function install() {
   let on = true;
   const host = {
     mode: started,
-    beforeRecord() {},
-    queue: null,
+    queue() {},
     flushPending() {},
     leave() {},
     wentLive() {},
@@ -296,7 +295,6 @@ function install() {
         disable('flush', e);
       }
     };
-    host.beforeRecord = flushBatch;
     host.flushPending = flushBatch;
     finish = () => {
       clearInterval(timer);

@@ -126,9 +126,10 @@ function stack() {
     .join('\n');
 }
 
-// `native`: the addon; `host`: { mode, beforeRecord() (hands over buffered clock events so
-// sequence numbers stay in order), disable(what, e), leave() (exit after an abort),
-// wentLive() (replay went live: drop the clock values fetched ahead) }.
+// `native`: the addon; `host`: { mode, queue(code, input, json, bufs) (record: takes an
+// event into the batch index.js hands over with the clock reads, so sequence numbers stay in
+// order), disable(what, e), leave() (exit after an abort), wentLive() (replay went live:
+// drop the clock values fetched ahead) }.
 function create(native, host) {
   const restorers = [];
   const counts = new Map();
@@ -187,14 +188,7 @@ function create(native, host) {
 
   if (host.mode === 'record') {
     const doneKind = native.evKind('node.done');
-    const put = (k, input, json, bufs) => {
-      if (host.queue !== null) {
-        host.queue(k, input, json, bufs);
-        return;
-      }
-      host.beforeRecord();
-      native.evRecord(k, input, json, bufs);
-    };
+    const put = host.queue;
     ev.record = (k, input, value) => {
       if (!ev.on) return;
       try {
