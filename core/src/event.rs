@@ -51,7 +51,9 @@ pub enum FieldValue {
     Uint(u64),
     Float(f64),
     Text(String),
-    Bytes(#[serde(serialize_with = "ser_bytes")] Vec<u8>),
+    /// Shared, not owned: cloning a record (the recorder's borrowing form) or handing the
+    /// recorder slices of one buffer copies no bytes.
+    Bytes(#[serde(serialize_with = "ser_bytes")] bytes::Bytes),
     Record(Record),
 }
 

@@ -30,6 +30,9 @@ pub mod session;
 pub mod varint;
 pub mod writer;
 
+/// The byte type of [`FieldValue::Bytes`]: a front end can hand the recorder views of one
+/// shared buffer (the Node addon's staging block) instead of a copy per field.
+pub use bytes::Bytes;
 pub use error::LogError;
 pub use event::{digest, Event, Field, FieldValue, Payload, Record};
 pub use format::{HeaderInfo, PayloadRef, TrailerInfo};

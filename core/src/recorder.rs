@@ -931,7 +931,7 @@ mod incompressible_tests {
                 let rec = Record {
                     fields: vec![Field {
                         name: "b0".into(),
-                        value: FieldValue::Bytes(body(i)),
+                        value: FieldValue::Bytes(body(i).into()),
                     }],
                 };
                 r.record_owned(k, 0, None, rec);
@@ -950,7 +950,7 @@ mod incompressible_tests {
                 let want = Record {
                     fields: vec![Field {
                         name: "b0".into(),
-                        value: FieldValue::Bytes(body(n)),
+                        value: FieldValue::Bytes(body(n).into()),
                     }],
                 };
                 assert_eq!(e.payload, Payload::Record { record: want });
@@ -982,7 +982,7 @@ mod owned_tests {
                 },
                 Field {
                     name: "b0".into(),
-                    value: FieldValue::Bytes(vec![n as u8; 70000]),
+                    value: FieldValue::Bytes(vec![n as u8; 70000].into()),
                 },
             ],
         };

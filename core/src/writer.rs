@@ -17,9 +17,6 @@ pub struct LogWriter {
     sync: bool,
     zstd: zstd::bulk::Compressor<'static>,
     buf: Vec<u8>,
-    /// The encoded batch, reused from frame to frame (a batch of http bodies is megabytes:
-    /// fresh buffers cost the flusher a page fault per 4 KiB).
-    raw: Vec<u8>,
     /// Large frames left to store without trying zstd (see `SKIP_FROM`).
     skip: u32,
 }
@@ -57,7 +54,6 @@ impl LogWriter {
             sync,
             zstd,
             buf: Vec::new(),
-            raw: Vec::new(),
             skip: 0,
         };
         w.write_raw(MAGIC)?;
@@ -141,11 +137,7 @@ impl LogWriter {
 
     /// Writes one chunk.
     pub fn write_batch(&mut self, batch: &BatchBuilder) -> io::Result<()> {
-        let mut raw = std::mem::take(&mut self.raw);
-        batch.encode_into(&mut raw);
-        let r = self.write_frame(FrameType::Chunk, &raw, true);
-        self.raw = raw;
-        r?;
+        batch.encode_with(|raw| self.write_frame(FrameType::Chunk, raw, true))?;
         self.chunks += 1;
         self.events += batch.event_count();
         self.flush_sync()

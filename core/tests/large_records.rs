@@ -26,7 +26,7 @@ fn body(i: usize) -> Record {
             },
             Field {
                 name: "b0".into(),
-                value: FieldValue::Bytes(b),
+                value: FieldValue::Bytes(b.into()),
             },
         ],
     }

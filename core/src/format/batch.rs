@@ -4,6 +4,7 @@ use crate::error::LogError;
 use crate::event::*;
 use crate::replay_capnp::{batch, field, record, run};
 use crate::varint::{self, Cursor};
+use bytes::Bytes;
 
 /// A borrowed payload, as the recorder hands it to the encoder without copying.
 #[derive(Clone, Copy, Debug)]
@@ -358,6 +359,10 @@ pub struct BatchBuilder {
 /// segment per batch (megabytes when a batch holds http bodies) cost the flusher a page fault
 /// and a page clear per 4 KiB, more than the encoding itself; this one is re-zeroed only as
 /// far as the last message used it.
+///
+/// Word 0 is not part of the segment: it is room for the stream's segment table, so that a
+/// one-segment message is already the serialized message, in place ([`BatchBuilder::encode_with`]:
+/// copying it out cost the flusher a pass over every recorded byte).
 #[derive(Default)]
 struct Segment {
     words: Vec<u64>,
@@ -371,10 +376,15 @@ const KEPT_WORDS: usize = (16 << 20) / 8;
 
 impl Segment {
     fn reserve(&mut self, words: usize) {
-        let want = words.min(KEPT_WORDS);
+        let want = words.min(KEPT_WORDS) + 1;
         if self.words.len() < want {
             self.words.resize(want, 0);
         }
+    }
+
+    /// Where the kept segment starts (after the table word).
+    fn body(&mut self) -> *mut u8 {
+        self.words[1..].as_mut_ptr() as *mut u8
     }
 }
 
@@ -383,10 +393,10 @@ impl Segment {
 // back, as far as the message wrote it, when the message gives it back.
 unsafe impl capnp::message::Allocator for Segment {
     fn allocate_segment(&mut self, minimum_size: u32) -> (std::ptr::NonNull<u8>, u32) {
-        if !self.in_use && !self.words.is_empty() && minimum_size as usize <= self.words.len() {
+        if !self.in_use && self.words.len() > 1 && (minimum_size as usize) < self.words.len() {
             self.in_use = true;
-            let ptr = std::ptr::NonNull::new(self.words.as_mut_ptr() as *mut u8).unwrap();
-            return (ptr, self.words.len() as u32);
+            let ptr = std::ptr::NonNull::new(self.body()).unwrap();
+            return (ptr, self.words.len() as u32 - 1);
         }
         self.more.allocate_segment(minimum_size)
     }
@@ -397,9 +407,9 @@ unsafe impl capnp::message::Allocator for Segment {
         word_size: u32,
         words_used: u32,
     ) {
-        if self.in_use && ptr.as_ptr() == self.words.as_mut_ptr() as *mut u8 {
-            let used = (words_used as usize).min(self.words.len());
-            self.words[..used].fill(0);
+        if self.in_use && ptr.as_ptr() == self.body() {
+            let used = (words_used as usize).min(self.words.len() - 1);
+            self.words[1..1 + used].fill(0);
             self.in_use = false;
         } else {
             // SAFETY: not the kept segment, so `more` allocated it.
@@ -431,11 +441,22 @@ impl BatchBuilder {
 
     /// [`Self::encode`] into `out` (emptied first), whose memory the caller reuses.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
+        self.encode_with(|m| {
+            out.clear();
+            out.extend_from_slice(m);
+        })
+    }
+
+    /// Calls `f` with the serialized message ([`Self::encode`]'s bytes). A message in one
+    /// segment (the usual case) is passed where it was built, not copied out.
+    pub fn encode_with<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         // One first segment big enough for the whole batch, kept for the next one: the
         // default (8 KiB, growing by halves) took a dozen fresh allocations per batch of
         // http bodies, each paid again in page faults.
         let mut seg = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         seg.reserve(self.approx_bytes() / 8 + 4096);
+        let table = seg.words.as_mut_ptr();
+        let body = seg.body() as *const u8;
         let mut msg = capnp::message::Builder::new(&mut *seg);
         {
             let mut b = msg.init_root::<batch::Builder>();
@@ -463,9 +484,26 @@ impl BatchBuilder {
                 m.set_mono_ns(*ns);
             }
         }
-        out.clear();
+        let segments = msg.get_segments_for_output();
+        if segments.len() == 1 && segments[0].as_ptr() == body {
+            let len = segments[0].len();
+            // The stream framing of one segment: segment count minus one, then its size in
+            // words (both u32 LE), in the word before the segment.
+            let mut head = [0u8; 8];
+            head[4..].copy_from_slice(&((len / 8) as u32).to_le_bytes());
+            // SAFETY: `table` is word 0 of the kept buffer, which the allocator never hands
+            // out, and the segment follows it; the message only reads the buffer from here on,
+            // and it is released after `f` returns.
+            let whole = unsafe {
+                table.write(u64::from_le_bytes(head));
+                std::slice::from_raw_parts(table as *const u8, 8 + len)
+            };
+            return f(whole);
+        }
+        let mut out = Vec::new();
         // Writing into a Vec cannot fail.
-        let _ = capnp::serialize::write_message(&mut *out, &msg);
+        let _ = capnp::serialize::write_message(&mut out, &msg);
+        f(&out)
     }
 }
 
@@ -697,7 +735,7 @@ fn decode_record(r: record::Reader<'_>, depth: u32) -> Result<Record, String> {
             field::value::Text(t) => {
                 FieldValue::Text(t.map_err(e)?.to_string().map_err(|x| x.to_string())?)
             }
-            field::value::Bytes(d) => FieldValue::Bytes(d.map_err(e)?.to_vec()),
+            field::value::Bytes(d) => FieldValue::Bytes(Bytes::copy_from_slice(d.map_err(e)?)),
             field::value::Record(r) => FieldValue::Record(decode_record(r.map_err(e)?, depth + 1)?),
         };
         fields.push(Field { name, value });
@@ -722,7 +760,7 @@ mod tests {
                 },
                 Field {
                     name: "b0".into(),
-                    value: FieldValue::Bytes(vec![fill; n]),
+                    value: FieldValue::Bytes(vec![fill; n].into()),
                 },
             ],
         };
@@ -741,6 +779,7 @@ mod tests {
             batch.runs = vec![rb];
             batch.encode_into(&mut out);
             assert_eq!(out, batch.encode(), "round {round}");
+            assert_eq!(out, canonical(&out), "round {round}");
             let back = DecodedBatch::decode(&out, 0).unwrap();
             let events = &back.runs[0].events;
             assert_eq!(events.len(), count);
@@ -754,6 +793,52 @@ mod tests {
                 assert_eq!(e.digest, (i % 2 == 0).then_some(i as u64));
             }
         }
+    }
+
+    /// The message as capnp's own stream writer frames it (the in-place framing of
+    /// `encode_with` must be byte for byte the same).
+    fn canonical(msg: &[u8]) -> Vec<u8> {
+        let segments = capnp::serialize::read_message(&mut &msg[..], Default::default())
+            .unwrap()
+            .into_segments();
+        let mut out = Vec::new();
+        capnp::serialize::write_message_segments(&mut out, &segments).unwrap();
+        out
+    }
+
+    /// A batch whose size estimate is short (thread entries are not counted) outgrows the
+    /// kept segment: the message then spans segments and is framed by capnp's writer; the
+    /// next, small batch is framed in place again, alike.
+    #[test]
+    fn a_batch_larger_than_its_estimate_encodes_in_several_segments() {
+        let mut batch = BatchBuilder {
+            threads: (0..50_000).map(|i| (i, i + 1)).collect(),
+            ..Default::default()
+        };
+        let mut rb = RunBuilder::new(1);
+        rb.push(0, 7, 0, None, PayloadRef::Int(5));
+        batch.runs = vec![rb];
+        let segments = batch.encode_with(|m| {
+            let r = capnp::serialize::read_message(&mut &m[..], Default::default()).unwrap();
+            r.into_segments().len()
+        });
+        assert!(
+            segments > 1,
+            "the estimate was enough: the test does not test"
+        );
+        let out = batch.encode();
+        assert_eq!(out, canonical(&out));
+        let back = DecodedBatch::decode(&out, 0).unwrap();
+        assert_eq!(back.threads, batch.threads);
+        batch.threads.clear();
+        let small = batch.encode();
+        assert_eq!(small, canonical(&small));
+        assert_eq!(
+            DecodedBatch::decode(&small, 0).unwrap().runs[0]
+                .events
+                .len(),
+            1
+        );
     }
 
     #[test]
@@ -824,7 +909,7 @@ mod tests {
                 },
                 Field {
                     name: "body".into(),
-                    value: FieldValue::Bytes(vec![0, 1, 2]),
+                    value: FieldValue::Bytes(vec![0, 1, 2].into()),
                 },
                 Field {
                     name: "inner".into(),
