@@ -206,7 +206,40 @@ function install() {
     const jsons = [];
     let lens = new Uint32Array(1024);
     let nlens = 0;
-    const data = Buffer.allocUnsafeSlow(QUEUE_BYTES);
+    // `data` is a staging block of the native part (its memory, which the recorded events
+    // then share: no second copy of the bytes at the crossing), or when all blocks are held
+    // or cannot be had a Buffer of our own, whose bytes the crossing copies. A block must not
+    // be written after the crossing that handed it over: each crossing names the next one.
+    const blocks = [];
+    let own = null;
+    let data = null;
+    let block = -1;
+    const useBlock = (i) => {
+      if (i >= 0 && blocks[i] === undefined) {
+        let b = null;
+        try {
+          b = native.stageBlock(i);
+        } catch (_) {
+          // No block then: the own Buffer works the same, a copy dearer.
+        }
+        blocks[i] = b && b.length === QUEUE_BYTES ? b : null;
+      }
+      if (i >= 0 && blocks[i] !== null) {
+        data = blocks[i];
+        block = i;
+      } else {
+        if (own === null) own = Buffer.allocUnsafeSlow(QUEUE_BYTES);
+        data = own;
+        block = -1;
+      }
+    };
+    let first = -1;
+    try {
+      first = native.stageNext();
+    } catch (_) {
+      // As above: the own Buffer.
+    }
+    useBlock(first);
     let ndata = 0;
     const flushBatch = () => {
       if (rcount !== checked && rlimit > 0) {
@@ -222,8 +255,11 @@ function install() {
       try {
         // One string for all texts: each crossing string costs its own conversions, and JSON
         // text never holds a raw line feed.
-        native.recordBatch(values, codes, count, inputs, jsons.join('\n'), lens, nl, data, nd);
+        useBlock(native.recordBatch(values, codes, count, inputs, jsons.join('\n'), lens, nl, data, nd, block));
       } catch (e) {
+        // The block may be held by what was recorded: write no more into it.
+        block = -1;
+        data = own = own || Buffer.allocUnsafeSlow(QUEUE_BYTES);
         disable('recording', e);
       } finally {
         inputs.length = 0;

@@ -15,7 +15,7 @@ use crate::{active, err, guarded, report, Active, Res, PENDING};
 use napi::bindgen_prelude::{Buffer, BufferSlice};
 use napi_derive::napi;
 use replay_core::session::Session;
-use replay_core::{digest, Event, Field, FieldValue, Payload, Record};
+use replay_core::{digest, Bytes, Event, Field, FieldValue, Payload, Record};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -87,7 +87,7 @@ pub fn ev_record(
             return Err(err("ev_record called while replaying"));
         };
         let kind = kind_id(code)?;
-        let record = value_record(json, bufs.iter().map(|b| &b[..]));
+        let record = value_record(json, bufs.iter().map(|b| Bytes::copy_from_slice(b)));
         // Handed over, not copied again: a body can be large.
         rec.record_owned(kind, 0, input_digest(&input), record);
         Ok(())
@@ -95,7 +95,7 @@ pub fn ev_record(
 }
 
 /// The `Record` of a value: its JSON text and binary parts (see the module comment).
-fn value_record<'a>(json: String, bufs: impl ExactSizeIterator<Item = &'a [u8]>) -> Record {
+fn value_record(json: String, bufs: impl ExactSizeIterator<Item = Bytes>) -> Record {
     let mut fields = Vec::with_capacity(1 + bufs.len());
     fields.push(Field {
         name: "json".into(),
@@ -104,7 +104,7 @@ fn value_record<'a>(json: String, bufs: impl ExactSizeIterator<Item = &'a [u8]>)
     for (i, b) in bufs.enumerate() {
         fields.push(Field {
             name: format!("b{i}"),
-            value: FieldValue::Bytes(b.to_vec()),
+            value: FieldValue::Bytes(b),
         });
     }
     Record { fields }
@@ -119,6 +119,8 @@ pub(crate) struct Queued<'a> {
     pub(crate) jsons: Vec<&'a str>,
     pub(crate) lens: &'a [u32],
     pub(crate) data: &'a [u8],
+    /// `data` as a shared view ([`crate::stage`]): the parts are slices of it, not copies.
+    pub(crate) shared: Option<Bytes>,
 }
 
 impl Queued<'_> {
@@ -166,7 +168,11 @@ impl Queued<'_> {
             at += 1 + n;
             let mut bufs = Vec::with_capacity(n);
             for &l in parts {
-                bufs.push(&self.data[off..off + l as usize]);
+                let r = off..off + l as usize;
+                bufs.push(match &self.shared {
+                    Some(all) => all.slice(r),
+                    None => Bytes::copy_from_slice(&self.data[r]),
+                });
                 off += l as usize;
             }
             let record = value_record(json.to_string(), bufs.into_iter());
@@ -288,7 +294,7 @@ fn value(e: &Event, kind: &str) -> Res<EvValue> {
     for f in &record.fields {
         match (&f.name[..], &f.value) {
             ("json", FieldValue::Text(t)) => json = Some(t.clone()),
-            (n, FieldValue::Bytes(b)) if n.starts_with('b') => bufs.push(b.clone().into()),
+            (n, FieldValue::Bytes(b)) if n.starts_with('b') => bufs.push(b.to_vec().into()),
             _ => return Err(bad()),
         }
     }

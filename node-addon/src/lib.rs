@@ -22,6 +22,7 @@
 //! on stderr and switches the hooks off.
 
 use napi::bindgen_prelude::{BufferSlice, Float64Array, Uint32Array, Uint8Array};
+use napi::Env;
 use napi_derive::napi;
 use replay_core::report::DivergenceKind;
 use replay_core::session::{Core, Session};
@@ -32,6 +33,7 @@ use std::sync::{Mutex, OnceLock};
 use std::thread::ThreadId;
 
 pub mod events;
+mod stage;
 
 /// How a hook's values are stored: clock reads in whole milliseconds or nanoseconds are
 /// integers (the log stores integer deltas per kind compactly), the others doubles.
@@ -168,10 +170,37 @@ fn open(node_version: &str) -> Option<Active> {
 /// its value is the event's kind code ([`events::ev_kind`]).
 const K_QUEUED: u8 = 255;
 
+/// The index of a free staging block ([`stage`]) for `index.js`'s queue, or -1 when all
+/// are held (the queue then uses a Buffer of its own, copied at the crossing).
+#[napi]
+pub fn stage_next() -> Res<i32> {
+    guarded(|| Ok(next_block()))
+}
+
+fn next_block() -> i32 {
+    stage::next().map_or(-1, |i| i as i32)
+}
+
+/// Staging block `i` as a Buffer over its memory; null if it was asked for before (V8
+/// refuses a second Buffer over memory one already covers: the JS side keeps the first).
+#[napi]
+pub fn stage_block(env: &Env, i: u32) -> Res<Option<BufferSlice<'_>>> {
+    guarded(|| {
+        let Some(ptr) = stage::expose(i as usize) else {
+            return Ok(None);
+        };
+        // SAFETY: the block's memory is never freed (see `stage`), so the Buffer may live as
+        // long as the process; nothing to finalize.
+        let b = unsafe { BufferSlice::from_external(env, ptr, stage::BLOCK_BYTES, (), |_, _| {}) }?;
+        Ok(Some(b))
+    })
+}
+
 /// Records the first `n` events of a batch: `values[i]` is what hook `kinds[i]` returned,
 /// or for a [`K_QUEUED`] entry the kind code of the next event of the queue `inputs`,
 /// `jsons` (the JSON texts joined by line feeds), `lens[..nlens]` and `data[..ndata]`
-/// ([`events::Queued`]).
+/// ([`events::Queued`]). `data` is staging block `block` when `block` is not -1: the
+/// events then share its bytes. Returns the block the queue uses next ([`stage_next`]).
 #[napi]
 #[allow(clippy::too_many_arguments)]
 pub fn record_batch(
@@ -184,9 +213,12 @@ pub fn record_batch(
     nlens: Option<u32>,
     data: Option<BufferSlice>,
     ndata: Option<u32>,
-) -> Res<()> {
+    block: Option<i32>,
+) -> Res<i32> {
     guarded(|| {
-        let Some(a) = active()? else { return Ok(()) };
+        let Some(a) = active()? else {
+            return Ok(-1);
+        };
         let Session::Record(rec) = &a.core.session else {
             return Err(err("record_batch called while replaying"));
         };
@@ -215,6 +247,10 @@ pub fn record_batch(
         );
         let nlens = (nlens.unwrap_or(0) as usize).min(lens.len());
         let ndata = (ndata.unwrap_or(0) as usize).min(data.len());
+        let shared = match block {
+            Some(b) if b >= 0 && ndata > 0 => stage::share(b as usize, data, ndata),
+            _ => None,
+        };
         events::Queued {
             inputs: inputs.unwrap_or_default(),
             // No JSON text is empty: an empty string is no events, not one.
@@ -224,6 +260,7 @@ pub fn record_batch(
             },
             lens: &lens[..nlens],
             data: &data[..ndata],
+            shared,
         }
         .each(queued, |kind, digest, record| {
             records.push((kind, digest, record))
@@ -246,7 +283,7 @@ pub fn record_batch(
             };
             rec.record_at(first + i as u64, a.kinds[c as usize], 0, None, payload);
         }
-        Ok(())
+        Ok(next_block())
     })
 }
 
