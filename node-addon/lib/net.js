@@ -39,10 +39,12 @@
 // secret, a replay with the same secret matches, another secret diverges. A replayed response
 // carries the placeholder in place of a recorded Set-Cookie value.
 //
+// TLS through a proxy tunnel (tls.connect({ socket }) over a connection recorded here, as
+// https-proxy-agent does): recorded above the encryption too, see tunnel() below.
+//
 // Not hooked: unix-socket paths and sockets a server accepts (these run live in replay).
-// tls.connect over a socket the program passes (options.socket: TLS over a proxy tunnel) and
-// TLSSockets the program builds itself (new tls.TLSSocket) run live in record, their TCP
-// socket recorded as ciphertext; in replay TLS over a replayed socket is a divergence (see
+// TLSSockets the program builds itself (new tls.TLSSocket(socket)) run live in record, their
+// TCP socket recorded as ciphertext; in replay TLS over a replayed socket is a divergence (see
 // _wrapHandle below), over a socket that is not replayed (a unix path) it runs live.
 
 const net = require('net');
@@ -546,7 +548,7 @@ function install(ev) {
         return false;
       default:
         // 'n': the connection moved on to another request; 'o': it was still open when the
-        // recorded run exited.
+        // recorded run exited; 't': TLS took it over (a tunnel, see tunnel()).
         return false;
     }
   }
@@ -688,8 +690,10 @@ function install(ev) {
       return real.tlsConnect.apply(this, args);
     }
     const options = norm[0];
-    // Over a socket of the program's (a proxy tunnel), unix sockets and ports the real
-    // connect rejects: the real way.
+    const under = options.socket != null ? options.socket[CONN] : undefined;
+    if (under !== undefined && !under.closed && !under.secure) return tunnel(this, args, norm, under);
+    // Over a socket of the program's that is not recorded (a unix path), unix sockets and
+    // ports the real connect rejects: the real way.
     if (options.socket || options.path || options.port == null || !Number.isInteger(Number(options.port))) {
       return real.tlsConnect.apply(this, args);
     }
@@ -717,10 +721,62 @@ function install(ev) {
     return sock;
   }, real.tlsConnect);
 
-  // TLS over a socket replay feeds (tls.connect({ socket }) over a proxy tunnel the program
-  // opened with CONNECT, or the program's own new tls.TLSSocket(socket)): what was recorded
-  // under it is ciphertext of keys made fresh each run, which no replay can decrypt. Every
-  // TLSSocket wraps its transport in _wrapHandle (Node 20 to 24), so that is where replay
+  // tls.connect({ socket }) over a connection this module records or replays: TLS through a
+  // proxy's CONNECT tunnel (https-proxy-agent, undici's ProxyAgent). Recorded above the
+  // encryption, as a TLS connection of its own: the connection under it ends its stream with
+  // 't' (tunnelled) and records nothing more (what it carries from then on is ciphertext). Its
+  // endpoint is the CONNECT request's target when it made one, else the options' host (or
+  // servername) and port (or 443). Replay: a ReplayTLSSocket fed from the recorded plaintext;
+  // the socket under it is not fed again and is destroyed when the TLS socket closes, as the
+  // real one is.
+  function tunnel(self, args, norm, under) {
+    const options = norm[0];
+    const servername = options.servername ? String(options.servername) : '';
+    const target = /^\S+ \S+ CONNECT \[?([^\]\s]*?)\]?:(\d+)$/.exec(under.req);
+    const host = target ? target[1] : String(options.host || options.servername || under.host);
+    const port = target ? Number(target[2]) : Number.isInteger(Number(options.port)) && options.port != null ? Number(options.port) : 443;
+    const opts = Object.assign({}, options, { host, port });
+    const base = options.socket;
+    if (replaying) {
+      let sock;
+      try {
+        under.closed = true;
+        connectWarnings(options);
+        sock = new ReplayTLSSocket(options);
+        replayConnect(sock, opts, norm[1], servername);
+        // Over a connected socket no 'connect' comes: writes must not wait for one.
+        sock.connecting = false;
+        sock.once('close', () => {
+          if (!base.destroyed) base.destroy();
+        });
+      } catch (e) {
+        ev.fail('a TLS connection through a tunnel', e);
+        return real.tlsConnect.apply(self, args);
+      }
+      return sock;
+    }
+    try {
+      noteTag(under, 't');
+      under.closed = true;
+      open.delete(under);
+      delete base[CONN];
+    } catch (e) {
+      ev.fail('recording a TLS connection through a tunnel', e);
+    }
+    const sock = ev.live(() => real.tlsConnect.apply(self, args));
+    try {
+      const c = newConn(sock, host, port, servername);
+      sock[CONN] = c;
+      open.add(c);
+    } catch (e) {
+      ev.fail('recording a TLS connection through a tunnel', e);
+    }
+    return sock;
+  }
+
+  // TLS over a socket replay feeds that tls.connect did not make (the program's own
+  // new tls.TLSSocket(socket)): what was recorded under it is ciphertext of keys made fresh
+  // each run, which no replay can decrypt. Every TLSSocket wraps its transport in _wrapHandle (Node 20 to 24), so that is where replay
   // stops it: a divergence naming the connection under it (exit 86 under the default policy),
   // or, under a policy that goes on, the socket fails with an error. Without this, TLS sat on
   // a socket that never answered and the program ended early, with status 0 and no report.

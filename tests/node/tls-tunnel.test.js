@@ -1,15 +1,16 @@
 'use strict';
 // TLS over a socket the program supplies: tls.connect({ socket }) through an http proxy's
 // CONNECT tunnel (as https-proxy-agent does) and a TLSSocket the program builds itself over
-// net.connect. Record runs them live (the TCP sockets under them are recorded as ciphertext);
-// a replay cannot decrypt that ciphertext, so it must stop with a divergence report naming the
+// net.connect. The tunnel's TLS is recorded above the encryption and replays. The hand-built
+// TLSSocket runs live in record (the TCP socket under it is recorded as ciphertext); a replay
+// cannot decrypt that ciphertext, so it must stop with a divergence report naming the
 // connection, never hang or end quietly, and under warn-live the TLS socket fails with an error.
 const test = require('node:test');
 const assert = require('node:assert');
 const http = require('http');
 const https = require('https');
 const net = require('net');
-const { tmpdir, runNode, runNodeAsync, script } = require('./harness.js');
+const { tmpdir, runNode, runNodeAsync, script, cli } = require('./harness.js');
 const { certificate } = require('./certs.js');
 
 const CLIENT = `
@@ -40,6 +41,29 @@ const GET = (p) => 'GET ' + p + ' HTTP/1.1\\r\\nHost: localhost\\r\\nConnection:
       t.write(GET('/tunnel'));
     });
     console.log('tunnel', await readAll(t));
+  } else if (how === 'agent') {
+    // As https-proxy-agent does it: an https.Agent whose connections are TLS over a tunnel.
+    const https = require('https');
+    class TunnelAgent extends https.Agent {
+      createConnection(options, cb) {
+        http.request({ host: '127.0.0.1', port: proxyPort, method: 'CONNECT', path: '127.0.0.1:' + port })
+          .on('connect', (res, s) => cb(null, tls.connect({ ...options, socket: s })))
+          .on('error', cb)
+          .end();
+      }
+    }
+    const agent = new TunnelAgent({ ca });
+    for (const p of ['/a', '/b']) {
+      const body = await new Promise((resolve, reject) => {
+        https.get({ host: 'localhost', port, path: p, agent }, (r) => {
+          let b = '';
+          r.on('data', (d) => (b += d));
+          r.on('end', () => resolve(r.statusCode + ' ' + b));
+        }).on('error', reject);
+      });
+      console.log('agent', body);
+    }
+    agent.destroy();
   } else {
     const raw = net.connect(Number(port), '127.0.0.1');
     await new Promise((resolve, reject) => raw.once('connect', resolve).once('error', reject));
@@ -89,38 +113,68 @@ async function servers(files) {
   return { port: String(origin.address().port), proxyPort: String(proxy.address().port), close };
 }
 
-for (const how of ['tunnel', 'own']) {
-  test(`TLS over ${how === 'tunnel' ? 'a CONNECT tunnel (tls.connect({ socket }))' : 'a TLSSocket the program builds'}: live in record, a divergence in replay`, async () => {
-    const dir = tmpdir(`tls-${how}`);
-    const files = certificate(dir);
-    const app = script(dir, 'client.js', CLIENT);
-    const log = `${dir}/app.replay`;
-    const s = await servers(files);
-    const args = [s.port, s.proxyPort, files.certPath, how];
-    let rec;
-    try {
-      rec = await runNodeAsync('record', log, app, { args });
-    } finally {
-      await s.close();
-    }
-    assert.strictEqual(rec.code, 0, rec.stderr);
-    const first = how === 'tunnel' ? 'connect 200' : 'tcp connected';
-    // A TLSSocket built by hand checks no certificate (tls.connect sets `authorized`).
-    const authorized = how === 'tunnel';
-    assert.match(rec.stdout, new RegExp(`^${first}\\nsecure ${authorized}\\n${how} HTTP/1\\.1 200 OK /${how} n=1 r=0\\.\\d+\\n$`));
-
-    // The servers are gone. Replay gets as far as the recorded TCP connection (and the proxy's
-    // answer), then reports the TLS on top of it instead of waiting for it.
-    const rep = runNode('replay', log, app, { args, timeout: 30000 });
-    assert.strictEqual(rep.code, 86, rep.stderr);
-    assert.strictEqual(rep.stdout, `${first}\n`);
-    assert.match(rep.stderr, /DIVERGENCE/);
-    assert.match(rep.stderr, /node\.tls over a replayed connection/);
-    assert.match(rep.stderr, how === 'tunnel' ? /CONNECT 127\.0\.0\.1:\d+/ : /net 127\.0\.0\.1:\d+/);
-
-    // warn-live: the program runs on and its TLS socket fails with an error (no hang).
-    const live = runNode('replay', log, app, { args, env: { REPLAY_POLICY: 'warn-live' }, timeout: 30000 });
-    assert.strictEqual(live.code, 0, live.stderr);
-    assert.match(live.stdout, new RegExp(`^${first}\\nERR .*cannot go live\\n$`));
-  });
+async function recordWith(how) {
+  const dir = tmpdir(`tls-${how}`);
+  const files = certificate(dir);
+  const app = script(dir, 'client.js', CLIENT);
+  const log = `${dir}/app.replay`;
+  const s = await servers(files);
+  const args = [s.port, s.proxyPort, files.certPath, how];
+  let rec;
+  try {
+    rec = await runNodeAsync('record', log, app, { args });
+  } finally {
+    await s.close();
+  }
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  return { app, log, args, rec };
 }
+
+test('TLS through a CONNECT tunnel (tls.connect({ socket })) is recorded above the encryption and replays with the servers gone', async () => {
+  const { app, log, args, rec } = await recordWith('tunnel');
+  assert.match(rec.stdout, /^connect 200\nsecure true\ntunnel HTTP\/1\.1 200 OK \/tunnel n=1 r=0\.\d+\n$/);
+  // The proxy and the origin are gone: the same output, the origin's random answer included.
+  const rep = runNode('replay', log, app, { args, timeout: 30000 });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stdout, rec.stdout);
+  // The log holds the request and the answer as plaintext, on a stream of the tunnel's target.
+  const bin = cli();
+  assert.ok(bin, 'the replay CLI is built (cargo build --release)');
+  const dump = require('child_process').execFileSync(bin, ['dump', '--json', log], { encoding: 'utf8' });
+  assert.match(dump, new RegExp(`node\\.net\\.write tls 127\\.0\\.0\\.1:${args[0]} localhost GET https://localhost/tunnel`));
+  assert.match(dump, /\/tunnel n=1 r=0\.\d+/);
+  // A changed request through the tunnel diverges, naming it.
+  const changed = script(require('path').dirname(app), 'changed.js', CLIENT.replace("t.write(GET('/tunnel'))", "t.write(GET('/other'))"));
+  const div = runNode('replay', log, changed, { args, timeout: 30000 });
+  assert.strictEqual(div.code, 86, div.stderr);
+  assert.match(div.stderr, /DIVERGENCE/);
+  assert.match(div.stderr, /GET https:\/\/localhost\/(tunnel|other)/);
+});
+
+test('https requests through an Agent that tunnels (as https-proxy-agent) replay with the servers gone', async () => {
+  const { app, log, args, rec } = await recordWith('agent');
+  assert.match(rec.stdout, /^agent 200 \/a n=1 r=0\.\d+\nagent 200 \/b n=2 r=0\.\d+\n$/);
+  const rep = runNode('replay', log, app, { args, timeout: 30000 });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
+
+test('TLS over a TLSSocket the program builds: live in record, a divergence in replay', async () => {
+  const { app, log, args, rec } = await recordWith('own');
+  // A TLSSocket built by hand checks no certificate (tls.connect sets `authorized`).
+  assert.match(rec.stdout, /^tcp connected\nsecure false\nown HTTP\/1\.1 200 OK \/own n=1 r=0\.\d+\n$/);
+
+  // The servers are gone. Replay gets as far as the recorded TCP connection, then reports the
+  // TLS on top of it instead of waiting for it.
+  const rep = runNode('replay', log, app, { args, timeout: 30000 });
+  assert.strictEqual(rep.code, 86, rep.stderr);
+  assert.strictEqual(rep.stdout, 'tcp connected\n');
+  assert.match(rep.stderr, /DIVERGENCE/);
+  assert.match(rep.stderr, /node\.tls over a replayed connection/);
+  assert.match(rep.stderr, /net 127\.0\.0\.1:\d+/);
+
+  // warn-live: the program runs on and its TLS socket fails with an error (no hang).
+  const live = runNode('replay', log, app, { args, env: { REPLAY_POLICY: 'warn-live' }, timeout: 30000 });
+  assert.strictEqual(live.code, 0, live.stderr);
+  assert.match(live.stdout, /^tcp connected\nERR .*cannot go live\n$/);
+});
