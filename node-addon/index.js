@@ -44,7 +44,9 @@ const MODULES = ['fs', 'crypto', 'net'];
 // as a hundred hooked calls, so it is paid once per batch. Replay fetches as many of a kind's
 // recorded values per crossing.
 const BATCH = 4096;
-// A program that stops calling the hooks still gets its events to the log within this.
+// A program that stops calling the hooks still gets its events to the log within the
+// flush interval (REPLAY_FLUSH, 100 ms by default): the batch is handed over that often, and
+// the core writes what it was handed as often.
 const FLUSH_MS = 100;
 
 function fail(what, e) {
@@ -321,7 +323,13 @@ function install() {
       rcount++;
       return rstep();
     };
-    const timer = setInterval(flushBatch, FLUSH_MS);
+    let every = FLUSH_MS;
+    try {
+      every = native.flushMs();
+    } catch (_) {
+      // The default, then.
+    }
+    const timer = setInterval(flushBatch, every);
     timer.unref();
     api.flush = () => {
       flushBatch();

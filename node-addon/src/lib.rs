@@ -625,6 +625,17 @@ pub fn exit_code() -> i32 {
     }
 }
 
+/// The session's flush interval (`REPLAY_FLUSH`) in milliseconds, which `index.js` also
+/// hands its batch over by: an event is in the log within about twice this.
+#[napi]
+pub fn flush_ms() -> Res<u32> {
+    guarded(|| {
+        Ok(active()?.map_or(100, |a| {
+            a.core.options.flush.as_millis().min(u128::from(u32::MAX)) as u32
+        }))
+    })
+}
+
 /// Record: writes everything handed over so far to the log and waits until it is written.
 #[napi]
 pub fn flush() -> Res<()> {
