@@ -16,6 +16,7 @@
 // callbacks, after any flag set around their entry point is gone.
 const fs = require('fs');
 const { Readable } = require('stream');
+const { ReadableStream } = require('stream/web');
 const EventEmitter = require('events');
 const util = require('util');
 const readline = require('readline');
@@ -165,6 +166,8 @@ function statOpts(options) {
   return `${big ? 'bigint' : ''}${noThrow ? ' nothrow' : ''}`;
 }
 
+const statfsOpts = (options) => (options && options.bigint ? 'bigint' : '');
+
 function accessOpts(mode) {
   return mode === undefined ? '' : String(mode);
 }
@@ -292,6 +295,9 @@ function install(ev) {
     promisesOpendir: [promises, 'opendir'],
     readvSync: [fs, 'readvSync'],
     readv: [fs, 'readv'],
+    statfsSync: [fs, 'statfsSync'],
+    statfs: [fs, 'statfs'],
+    promisesStatfs: [promises, 'statfs'],
   };
   const real = {};
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) real[name] = obj[prop];
@@ -307,15 +313,18 @@ function install(ev) {
   for (const name of ['readFileSync', 'readFile', 'openSync', 'open', 'readSync', 'read', 'close', 'existsSync',
     'exists', 'statSync', 'lstatSync', 'fstatSync', 'stat', 'lstat', 'fstat', 'readdirSync', 'readdir',
     'accessSync', 'access', 'createReadStream', 'realpathSync', 'realpath', 'readlinkSync', 'readlink',
-    'opendirSync', 'opendir', 'readvSync', 'readv']) {
+    'opendirSync', 'opendir', 'readvSync', 'readv', 'statfsSync', 'statfs']) {
     kind(name, `node.fs.${name}`);
   }
   kind('realpathSyncNative', 'node.fs.realpathSync.native');
   kind('realpathNative', 'node.fs.realpath.native');
-  for (const name of ['readFile', 'open', 'stat', 'lstat', 'readdir', 'access', 'realpath', 'readlink', 'opendir']) {
+  for (const name of ['readFile', 'open', 'stat', 'lstat', 'readdir', 'access', 'realpath', 'readlink', 'opendir',
+    'statfs']) {
     kind(`promises${name[0].toUpperCase()}${name.slice(1)}`, `node.fs.promises.${name}`);
   }
-  for (const name of ['read', 'readv', 'readFile', 'stat', 'close']) kind(`fh.${name}`, `node.fs.FileHandle.${name}`);
+  for (const name of ['read', 'readv', 'readFile', 'stat', 'close', 'readableWebStream']) {
+    kind(`fh.${name}`, `node.fs.FileHandle.${name}`);
+  }
   for (const name of ['read', 'readSync', 'close', 'closeSync']) kind(`dir.${name}`, `node.fs.Dir.${name}`);
 
   // Prototypes of what statSync returns, to rebuild recorded stats in replay.
@@ -325,6 +334,23 @@ function install(ev) {
   const bigStatsProto = Object.getPrototypeOf(rootBigStats);
   numKeys = statsLayout(rootStats);
   bigKeys = statsLayout(rootBigStats);
+  // Node's StatFs class (not exported; the same for bigint results).
+  const statFsProto = Object.getPrototypeOf(real.statfsSync('/'));
+
+  // A StatFs as recorded: its keys and their values (bigints as decimal strings: no codec
+  // marker in the JSON, as for Stats), and back on Node's prototype.
+  function encodeStatFs(s) {
+    const keys = Object.keys(s);
+    if (keys.some((key) => typeof s[key] === 'bigint')) return { k: keys, A: keys.map((key) => String(s[key])) };
+    return { k: keys, a: keys.map((key) => s[key]) };
+  }
+
+  function decodeStatFs(x) {
+    const s = Object.create(statFsProto);
+    if (x.A !== undefined) x.k.forEach((key, i) => (s[key] = BigInt(x.A[i])));
+    else x.k.forEach((key, i) => (s[key] = x.a[i]));
+    return s;
+  }
 
   // Recorded stats back on Node's prototypes, own keys in Node's order (util.inspect and
   // JSON.stringify show the same). The Dates are made with an argument: no clock read, no event.
@@ -748,6 +774,14 @@ function install(ev) {
     return syncCall(K.accessSync, `${where} ${accessOpts(mode)}`, this, arguments, real.accessSync, none, nothing);
   }, real.accessSync);
 
+  hooks.statfsSync = like(function statfsSync(p, options) {
+    if (!ev.on || ev.busy || fromNode(statfsSync)) return real.statfsSync.apply(this, arguments);
+    const where = pathOf(p);
+    if (where === null) return real.statfsSync.apply(this, arguments);
+    return syncCall(K.statfsSync, `${where} ${statfsOpts(options)}`, this, arguments, real.statfsSync, encodeStatFs,
+      decodeStatFs);
+  }, real.statfsSync);
+
   hooks.fstatSync = like(function fstatSync(fd, options) {
     if (!ev.on || ev.busy || !hookedFds.has(fd) || fromNode(fstatSync)) return real.fstatSync.apply(this, arguments);
     return syncCall(K.fstatSync, `fd ${hookedFds.get(fd)} ${statOpts(options)}`, this, arguments, real.fstatSync,
@@ -769,6 +803,7 @@ function install(ev) {
   hooks.lstat = byPath('lstat', statOpts, encodeStats, statsArgs);
   hooks.readdir = byPath('readdir', dirOpts, encodeList, listArgs);
   hooks.access = byPath('access', accessOpts, none, noArgs);
+  hooks.statfs = byPath('statfs', statfsOpts, encodeStatFs, (x) => [decodeStatFs(x)]);
 
   hooks.fstat = like(function fstat(fd, options) {
     const args = [...arguments];
@@ -905,6 +940,7 @@ function install(ev) {
   hooks.promisesLstat = promiseByPath('promisesLstat', statOpts, encodeStats, decodeStats);
   hooks.promisesReaddir = promiseByPath('promisesReaddir', dirOpts, encodeList, decodeList);
   hooks.promisesAccess = promiseByPath('promisesAccess', accessOpts, same, same);
+  hooks.promisesStatfs = promiseByPath('promisesStatfs', statfsOpts, encodeStatFs, decodeStatFs);
 
   // FileHandles. Record: the real handle, its read/readFile/stat/close/createReadStream
   // methods hooked on the instance (Node's own uses of them, such as the reads of the handle's
@@ -932,6 +968,120 @@ function install(ev) {
       });
   }
 
+  // fh.readableWebStream(). Node's reads the handle below its methods (its StreamBase; for
+  // type 'bytes' fh.read called from Node's code), so no other hook sees them. One event at
+  // the call (or its error: a closed or locked handle, a bad type), and each read of the
+  // stream a completion of its own, keyed by its number (and for 'bytes' the size asked for):
+  // a program that awaits other calls between two reads gets them in the recorded order, as a
+  // single completion at the end (createReadStream's) would not allow. The program gets a
+  // stream of ours in both runs, of Node's type and shape: ArrayBuffers, or for 'bytes' a byte
+  // stream whose BYOB views are filled one read each (autoAllocateChunkSize 16384, as Node's).
+  // Record reads Node's stream through a reader, so the handle is locked, kept referenced and
+  // cancelled at its close as Node does it.
+  function webStream(fh, where, fn, args) {
+    const o = args[0];
+    const type = o !== null && typeof o === 'object' && typeof o.type === 'string' ? o.type : '';
+    const bytes = type === 'bytes';
+    const input = `${where} ${type}`;
+    const k = K['fh.readableWebStream'];
+    let reader = null;
+    if (replaying) {
+      const v = ev.replay(k, input);
+      if (v === ev.LIVE) throw new Error('replay went live: a replayed FileHandle has no file to read');
+      if (v !== null) throw v.e;
+    } else {
+      let real;
+      try {
+        real = ev.live(() => fn.apply(fh, args));
+      } catch (e) {
+        ev.record(k, input, { e });
+        throw e;
+      }
+      ev.record(k, input, null);
+      reader = real.getReader(bytes ? { mode: 'byob' } : undefined);
+    }
+    const key = ev.opKey(`FileHandle.readableWebStream ${input}`);
+    let n = 0;
+    let over = false;
+    // The next read: resolves to its bytes (an ArrayBuffer, for 'bytes' a Uint8Array), or
+    // null at the end.
+    const next = (size) => {
+      const rk = `${key} ${n++}${bytes ? ` ${size}` : ''}`;
+      if (replaying) {
+        return new Promise((resolve, reject) => {
+          ev.await(rk, (r) => {
+            if (r === ev.LIVE) reject(new Error('replay went live: a replayed FileHandle has no file to read'));
+            else if (r.e !== undefined) reject(r.e);
+            else if (r.t === 'f') resolve(null);
+            else resolve(bytes ? r.b : new Uint8Array(r.b).buffer);
+          });
+        });
+      }
+      const read = bytes ? reader.read(new Uint8Array(size)) : reader.read();
+      return read.then(
+        (r) => {
+          if (r.done) {
+            ev.doneTag(rk, 'f');
+            return null;
+          }
+          // A copy: the chunk is the program's from here on (a byte stream transfers it).
+          ev.doneTag(rk, 'd', Buffer.from(ArrayBuffer.isView(r.value) ? bytesOf(r.value) : new Uint8Array(r.value)));
+          return r.value;
+        },
+        (e) => {
+          ev.done(rk, { e });
+          throw e;
+        },
+      );
+    };
+    // Reads that settle after the program cancelled the stream change nothing.
+    const failed = (c) => (e) => {
+      if (over) return;
+      over = true;
+      c.error(e);
+    };
+    const cancel = (reason) => {
+      over = true;
+      return reader === null ? undefined : reader.cancel(reason);
+    };
+    if (!bytes) {
+      return new ReadableStream({
+        pull(c) {
+          return next().then((b) => {
+            if (over) return;
+            if (b === null) {
+              over = true;
+              c.close();
+            } else {
+              c.enqueue(b);
+            }
+          }, failed(c));
+        },
+        cancel,
+      });
+    }
+    return new ReadableStream({
+      type: 'bytes',
+      autoAllocateChunkSize: 16384,
+      pull(c) {
+        const req = c.byobRequest;
+        const view = req.view;
+        return next(view.byteLength).then((b) => {
+          if (over) return;
+          if (b === null) {
+            over = true;
+            c.close();
+            req.respond(0);
+          } else {
+            new Uint8Array(view.buffer, view.byteOffset, view.byteLength).set(b);
+            req.respond(b.byteLength);
+          }
+        }, failed(c));
+      },
+      cancel,
+    });
+  }
+
   const handleMethods = {
     read(fh, where, fn, args) {
       return handleRead(fh, where, fn, args);
@@ -954,6 +1104,9 @@ function install(ev) {
     stat(fh, where, fn, args) {
       return promiseCall(K['fh.stat'], 'FileHandle.stat', `${where} ${statOpts(args[0])}`, () => fn.apply(fh, args),
         encodeStats, decodeStats);
+    },
+    readableWebStream(fh, where, fn, args) {
+      return webStream(fh, where, fn, args);
     },
     // An event too: when it settles, among the other completions, is what the program sees.
     close(fh, where, fn, args) {
@@ -1036,7 +1189,7 @@ function install(ev) {
     }
   }
   // The lengths of Node's FileHandle methods.
-  const HANDLE_LENGTHS = { read: 4, readv: 2, readFile: 1, stat: 1 };
+  const HANDLE_LENGTHS = { read: 4, readv: 2, readFile: 1, stat: 1, readableWebStream: 0 };
   for (const [name, method] of Object.entries(handleMethods)) {
     if (name === 'close') continue;
     Object.defineProperty(FileHandle.prototype, name, {

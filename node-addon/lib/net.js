@@ -164,15 +164,21 @@ function normalizeTls(args) {
 }
 
 // What a client learns from the handshake, as recorded: the peer certificate is kept to the
-// fields a program checks (no raw DER, no public key), which is also what replay hands back.
+// fields a program checks (no raw DER), which is also what replay hands back, in Node's key
+// order. `pubkey` (the public key's bytes, under 600) and the fingerprints are what
+// certificate pinning compares (Node's checkServerIdentity example hashes `pubkey`).
 const CERT_FIELDS = [
   'subject',
   'issuer',
   'subjectaltname',
+  'ca',
+  'bits',
+  'pubkey',
   'valid_from',
   'valid_to',
   'fingerprint',
   'fingerprint256',
+  'fingerprint512',
   'serialNumber',
 ];
 function certSubset(full) {
@@ -182,7 +188,8 @@ function certSubset(full) {
       const v = full[f];
       if (v === undefined) continue;
       // subject/issuer are null-prototype objects: plain copies encode as JSON.
-      cert[f] = v !== null && typeof v === 'object' ? Object.assign({}, v) : v;
+      if (Buffer.isBuffer(v)) cert[f] = Buffer.from(v);
+      else cert[f] = v !== null && typeof v === 'object' ? Object.assign({}, v) : v;
     }
   }
   return cert;
@@ -216,6 +223,7 @@ function tlsError(e) {
 }
 
 const HS = Symbol('replay-node.handshake');
+const IDENTITY = Symbol('replay-node.checkServerIdentity');
 
 // Replay's client TLS socket: a net.Socket without a handle, fed the recorded plaintext by
 // the net machinery, with the TLSSocket state and methods https.Agent and undici use; its
@@ -245,6 +253,17 @@ class ReplayTLSSocket extends net.Socket {
           : options.rejectUnauthorized !== false,
     };
     this[HS] = null;
+    // A checkServerIdentity of the program's own, which Node's onConnectSecure (_tls_wrap.js)
+    // calls after the handshake with the hostname below; replay calls it too (see secured()).
+    const check = options.checkServerIdentity;
+    this[IDENTITY] =
+      typeof check === 'function' && check !== tls.checkServerIdentity
+        ? {
+            check,
+            options,
+            hostname: options.servername || options.host || (options.socket && options.socket._host) || 'localhost',
+          }
+        : null;
   }
 
   getPeerCertificate() {
@@ -358,7 +377,24 @@ function connectWarnings(options) {
   }
 }
 
+// The certificate a replayed checkServerIdentity gets: Node passes getPeerCertificate(true),
+// whose issuerCertificate chain is not recorded; a self-issued certificate is its own issuer
+// there (a circular reference), so loops up the chain (Node's pinning example) end on it.
+function detailedCert(recorded) {
+  const cert = certSubset(recorded);
+  if (cert.fingerprint256 !== undefined && JSON.stringify(cert.subject) === JSON.stringify(cert.issuer)) {
+    cert.issuerCertificate = cert;
+  }
+  return cert;
+}
+
 // The recorded handshake outcome, set as the real client sets it before 'secureConnect'.
+// The program's own checkServerIdentity runs again, as Node's onConnectSecure runs it, when the
+// recorded run ran it and it let the connection through (authorized, no session resumed): its
+// side effects happen in replay too, and an answer that changed since (a pin taken from the
+// environment; a file it reads is a recorded read) fails the connection as it would now: a
+// truthy return destroys the socket with it (no 'secureConnect'), or with rejectUnauthorized
+// false leaves it unauthorized.
 function secured(sock, info) {
   sock[HS] = info;
   sock.authorized = info.authorized;
@@ -366,6 +402,18 @@ function secured(sock, info) {
   sock.alpnProtocol = info.alpnProtocol;
   sock.servername = info.servername;
   sock._secureEstablished = true;
+  const id = sock[IDENTITY];
+  if (id !== null && info.authorized && !info.reused) {
+    const verifyError = id.check.call(id.options, id.hostname, detailedCert(info.cert));
+    if (verifyError) {
+      sock.authorized = false;
+      sock.authorizationError = verifyError.code || verifyError.message;
+      if (sock._tlsOptions.rejectUnauthorized) {
+        sock.destroy(verifyError);
+        return;
+      }
+    }
+  }
   sock.secureConnecting = false;
   sock.emit('secureConnect');
 }

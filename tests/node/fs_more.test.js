@@ -1,0 +1,191 @@
+'use strict';
+// lib/fs.js: fs.statfsSync / fs.statfs / fs.promises.statfs and FileHandle.readableWebStream()
+// (both stream types, default and BYOB readers). Node's readableWebStream reads the handle
+// below the hooked FileHandle methods (its StreamBase, or for type 'bytes' fh.read called
+// from Node's own code), so it has hooks of its own. Each test records, deletes or rewrites
+// the files, and replays with identical stdout; recorded errors (ENOENT, EISDIR,
+// ERR_INVALID_STATE) come back the same.
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+const path = require('path');
+const { tmpdir, runNode, script, recordChangeReplay: recordChangeReplayIn } = require('./harness.js');
+
+// data/: a small text file and one of 70000 bytes (several 16 KiB and 64 KiB chunks).
+function world(dir) {
+  const d = path.join(dir, 'data');
+  fs.mkdirSync(path.join(d, 'sub'), { recursive: true });
+  fs.writeFileSync(path.join(d, 'a.txt'), 'hello web stream\nline two\n');
+  fs.writeFileSync(path.join(d, 'big.bin'), Buffer.from(Array.from({ length: 70000 }, (_, i) => (i * 7) % 251)));
+  return d;
+}
+
+function setup(source) {
+  const dir = tmpdir('replay-fs-more');
+  const d = world(dir);
+  const app = script(dir, 'app.js', source);
+  return { dir, d, app, log: path.join(dir, 'app.replay') };
+}
+
+const PRELUDE = `
+const fs = require('fs');
+const fsp = require('fs/promises');
+const path = require('path');
+const crypto = require('crypto');
+const d = process.argv[2];
+const p = (n) => path.join(d, n);
+const err = (e) => [e.code, e.syscall, e.errno, e instanceof Error, e.path && path.relative(d, String(e.path))].join(' ');
+const hash = (b) => crypto.createHash('sha256').update(Buffer.from(b)).digest('hex').slice(0, 12);
+`;
+
+test('statfs in every form replays after the directory was deleted', () => {
+  const t = setup(`${PRELUDE}
+const sf = fs.statfsSync(d);
+console.log('statfsSync', Object.getPrototypeOf(sf).constructor.name, Object.keys(sf).join(','), typeof sf.bsize,
+  sf.bsize > 0);
+const big = fs.statfsSync(p('a.txt'), { bigint: true });
+console.log('statfsSync bigint', Object.getPrototypeOf(big) === Object.getPrototypeOf(sf), typeof big.blocks,
+  big.type === BigInt(sf.type));
+try { fs.statfsSync(p('missing')); } catch (e) { console.log('statfsSync missing', err(e)); }
+fs.statfs(p('a.txt'), (e, s) => console.log('statfs', e, s.type === sf.type, s.bsize === sf.bsize));
+fs.statfs(p('sub'), { bigint: true }, (e, s) => console.log('statfs bigint', e, typeof s.ffree));
+fs.statfs(p('missing'), { bigint: true }, (e) => console.log('statfs missing', err(e)));
+fsp.statfs(d, { bigint: true })
+  .then((s) => console.log('promises statfs', typeof s.ffree, s.bsize === BigInt(sf.bsize)));
+fsp.statfs(p('missing')).catch((e) => console.log('promises statfs missing', err(e)));
+`);
+  const out = recordChangeReplayIn(t, (s) => {
+    assert.match(s, /^statfsSync StatFs type,bsize,blocks,bfree,bavail,files,ffree number true\n/);
+    assert.match(s, /\nstatfsSync bigint true bigint true\n/);
+    assert.match(s, /\nstatfsSync missing ENOENT statfs -2 true missing\n/);
+    assert.match(s, /\nstatfs null true true\n/);
+    assert.match(s, /\nstatfs bigint null bigint\n/);
+    assert.match(s, /\nstatfs missing ENOENT statfs -2 true missing\n/);
+    assert.match(s, /\npromises statfs bigint true\n/);
+    assert.match(s, /\npromises statfs missing ENOENT statfs -2 true missing\n/);
+  }, (d) => fs.rmSync(d, { recursive: true }));
+  assert.strictEqual(out.split('\n').length, 9);
+});
+
+test('replayed statfs values are the recorded ones, not the file system of the replay', () => {
+  // Free blocks and inodes change from run to run on a live file system: only record and
+  // replay are compared here.
+  const t = setup(`${PRELUDE}
+const show = (s) => JSON.stringify(Object.entries(s).map(([k, v]) => k + '=' + v));
+console.log(show(fs.statfsSync(d)), show(fs.statfsSync(d, { bigint: true })));
+fsp.statfs(p('a.txt')).then((s) => console.log(show(s)));
+`);
+  const rec = runNode('record', t.log, t.app, { args: [t.d] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^\["type=\d+","bsize=\d+","blocks=\d+",.*"ffree=\d+"\]/);
+  fs.rmSync(t.d, { recursive: true });
+  // /proc is another file system: every field but bsize differs from the recorded ones.
+  fs.symlinkSync('/proc', t.d);
+  const rep = runNode('replay', t.log, t.app, { args: [t.d] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
+
+const WEB_APP = `${PRELUDE}
+(async () => {
+  const fh = await fsp.open(p('a.txt'));
+  const s = fh.readableWebStream();
+  console.log('readableWebStream', s.constructor.name, fh.readableWebStream.length);
+  const parts = [];
+  for await (const c of s) parts.push(Object.prototype.toString.call(c) + ':' + Buffer.from(c).toString());
+  console.log('default', JSON.stringify(parts));
+  try { fh.readableWebStream(); } catch (e) { console.log('locked', e.code, e.message); }
+  await fh.close();
+  try { fh.readableWebStream(); } catch (e) { console.log('closed', e.code, e.message); }
+
+  // Other awaited calls between the reads: each read is its own completion, in order.
+  const fh2 = await fsp.open(p('big.bin'));
+  const r = fh2.readableWebStream({ type: 'bytes' }).getReader({ mode: 'byob' });
+  const got = [];
+  for (let x; !(x = await r.read(new Uint8Array(30000))).done;) {
+    const st = await fsp.stat(p('a.txt'));
+    got.push(x.value.byteLength + ':' + hash(x.value) + ':' + st.size);
+  }
+  console.log('bytes byob', got.join(' '));
+  await fh2.close();
+
+  const fh3 = await fsp.open(p('big.bin'));
+  const sizes = [];
+  for await (const c of fh3.readableWebStream({ type: 'bytes' })) {
+    sizes.push(Object.prototype.toString.call(c) + ' ' + c.byteLength + '/' + c.buffer.byteLength + ':' + hash(c));
+  }
+  console.log('bytes', sizes.join(' '));
+  await fh3.close();
+
+  const fh4 = await fsp.open(p('big.bin'));
+  const chunks = [];
+  for await (const c of fh4.readableWebStream()) chunks.push(c.byteLength + ':' + hash(c));
+  console.log('default chunks', chunks.join(' '));
+  await fh4.close();
+
+  // Opening a directory works; reading it fails (a handle left open: Node 20 never settles
+  // the close of a handle whose byte stream failed).
+  const dh = await fsp.open(p('sub'));
+  try {
+    await dh.readableWebStream({ type: 'bytes' }).getReader().read();
+  } catch (e) {
+    console.log('directory', err(e));
+  }
+})();
+`;
+
+test('FileHandle readableWebStream, both types and readers, replays after the files changed and were deleted', () => {
+  const t = setup(WEB_APP);
+  recordChangeReplayIn(t, (s) => {
+    assert.match(s, /^readableWebStream ReadableStream 0\n/);
+    assert.match(s, /\ndefault \["\[object ArrayBuffer\]:hello web stream\\nline two\\n"\]\n/);
+    assert.match(s, /\nlocked ERR_INVALID_STATE Invalid state: The FileHandle is locked\n/);
+    assert.match(s, /\nclosed ERR_INVALID_STATE Invalid state: The FileHandle is closed\n/);
+    assert.match(s, /\nbytes byob 30000:[0-9a-f]{12}:26 30000:[0-9a-f]{12}:26 10000:[0-9a-f]{12}:26\n/);
+    assert.match(s, /\nbytes (\[object Uint8Array\] 16384\/16384:[0-9a-f]{12} ){4}\[object Uint8Array\] 4464\/16384:/);
+    assert.match(s, /\ndefault chunks 65536:[0-9a-f]{12} 4464:[0-9a-f]{12}\n/);
+    assert.match(s, /\ndirectory EISDIR read -21 true \n/);
+  }, (d) => {
+    fs.writeFileSync(path.join(d, 'a.txt'), 'rewritten: another text, longer than before');
+    fs.rmSync(path.join(d, 'big.bin'));
+    fs.rmSync(path.join(d, 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(d, 'sub'), 'a file now');
+  });
+});
+
+test('statfs of another path, a web stream of another type or other BYOB views than recorded diverge', () => {
+  const t = setup(`
+const fs = require('fs');
+const [d, name, type, size] = process.argv.slice(2);
+console.log(fs.statfsSync(d + '/' + name).bsize > 0);
+fs.promises.open(d + '/big.bin').then(async (fh) => {
+  const s = fh.readableWebStream(type ? { type } : {});
+  const r = type ? s.getReader({ mode: 'byob' }) : s.getReader();
+  const x = type ? await r.read(new Uint8Array(Number(size))) : await r.read();
+  console.log(x.value.byteLength);
+});
+`);
+  const args = (...a) => ({ args: [t.d, ...a], env: { REPLAY_TIMEOUT: '1s' } });
+  const rec = runNode('record', t.log, t.app, args('a.txt', 'bytes', '1000'));
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'true\n1000\n');
+  const same = runNode('replay', t.log, t.app, args('a.txt', 'bytes', '1000'));
+  assert.strictEqual(same.code, 0, same.stderr);
+  assert.strictEqual(same.stdout, rec.stdout);
+  const other = runNode('replay', t.log, t.app, args('sub', 'bytes', '1000'));
+  assert.strictEqual(other.code, 86, other.stderr);
+  assert.match(other.stderr, /DIVERGENCE/);
+  assert.match(other.stderr, /node\.fs\.statfsSync/);
+  assert.match(other.stderr, /app\.js:4/);
+  const type = runNode('replay', t.log, t.app, args('a.txt', '', '1000'));
+  assert.strictEqual(type.code, 86, type.stderr);
+  assert.match(type.stderr, /node\.fs\.FileHandle\.readableWebStream/);
+  assert.match(type.stderr, /app\.js:6/);
+  // The view's size is part of each read's completion key: a read of another size waits
+  // for a completion that was never recorded.
+  const size = runNode('replay', t.log, t.app, args('a.txt', 'bytes', '500'));
+  assert.strictEqual(size.code, 86, size.stderr);
+  assert.match(size.stderr, /FileHandle\.readableWebStream .*bytes#1 0 1000/);
+  assert.match(size.stderr, /bytes#1 0 500/);
+});
