@@ -334,8 +334,14 @@ function install(ev) {
   const bigStatsProto = Object.getPrototypeOf(rootBigStats);
   numKeys = statsLayout(rootStats);
   bigKeys = statsLayout(rootBigStats);
-  // Node's StatFs class (not exported; the same for bigint results).
-  const statFsProto = Object.getPrototypeOf(real.statfsSync('/'));
+  // Node's StatFs class (not exported; the same for bigint results). A root that cannot be
+  // asked (a sandbox) costs only the class: replayed results are plain objects then.
+  let statFsProto = Object.prototype;
+  try {
+    statFsProto = Object.getPrototypeOf(real.statfsSync('/'));
+  } catch (_) {
+    // As above.
+  }
 
   // A StatFs as recorded: its keys and their values (bigints as decimal strings: no codec
   // marker in the JSON, as for Stats), and back on Node's prototype.
