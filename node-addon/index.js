@@ -260,8 +260,7 @@ function install() {
         useBlock(native.recordBatch(values, codes, count, inputs, jsons.join('\n'), lens, nl, data, nd, block));
       } catch (e) {
         // The block may be held by what was recorded: write no more into it.
-        block = -1;
-        data = own = own || Buffer.allocUnsafeSlow(QUEUE_BYTES);
+        useBlock(-1);
         disable('recording', e);
       } finally {
         inputs.length = 0;

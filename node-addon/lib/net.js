@@ -782,7 +782,9 @@ function install(ev) {
     const servername = options.servername ? String(options.servername) : '';
     const target = /^\S+ \S+ CONNECT \[?([^\]\s]*?)\]?:(\d+)$/.exec(under.req);
     const host = target ? target[1] : String(options.host || options.servername || under.host);
-    const port = target ? Number(target[2]) : Number.isInteger(Number(options.port)) && options.port != null ? Number(options.port) : 443;
+    let port = 443;
+    if (target) port = Number(target[2]);
+    else if (options.port != null && Number.isInteger(Number(options.port))) port = Number(options.port);
     const opts = Object.assign({}, options, { host, port });
     const base = options.socket;
     if (replaying) {
