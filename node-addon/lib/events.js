@@ -24,6 +24,9 @@
 //                           kind node.done, in completion order)
 //   ev.doneTag(key, t, b)   record: ev.done(key, { t, b }) for a tag t of letters and b a
 //                           Buffer or undefined (no b), without the codec's walk (hot paths)
+//   ev.tagHead(key)         record: the JSON text ev.doneTag makes for `key` up to the tag, and
+//   ev.doneHead(head, t, b) ev.doneTag(key, t, b) given it: a caller that notes many events of
+//                           one key (a connection's stream) makes the text once
 //   ev.await(key, cb)       replay: cb(v) runs (from setImmediate) when the recorded completion
 //                           order reaches `key`; completions are delivered one per loop turn in
 //                           recorded order. A completion the program never waits for within the
@@ -31,6 +34,8 @@
 //                           replay went live.
 //   ev.opKey(identity)      'identity#n', n counting per identity: a key for ev.done/ev.await
 //                           that is the same in both runs for repeated identical operations
+//   ev.opCount(identity)    the counter opKey uses, { n }: a caller that keeps it makes the
+//                           next key as `${identity}#${++count.n}` without the lookup
 //   ev.stack()              where the program made the current call (for reports)
 //   ev.fail(what, e)        internal error in a hook: disables the addon (every hook restored,
 //                           one line on stderr); record keeps what it has and the program runs on
@@ -154,9 +159,15 @@ function create(native, host) {
       }
     },
     opKey(identity) {
-      const n = (counts.get(identity) || 0) + 1;
-      counts.set(identity, n);
-      return `${identity}#${n}`;
+      return `${identity}#${++ev.opCount(identity).n}`;
+    },
+    opCount(identity) {
+      let count = counts.get(identity);
+      if (count === undefined) {
+        count = { n: 0 };
+        counts.set(identity, count);
+      }
+      return count;
     },
     onDisable(fn) {
       restorers.push(fn);
@@ -181,6 +192,10 @@ function create(native, host) {
     },
     done() {},
     doneTag() {},
+    tagHead() {
+      return '';
+    },
+    doneHead() {},
     await(key, cb) {
       setImmediate(cb, LIVE);
     },
@@ -203,15 +218,18 @@ function create(native, host) {
     // The text encode({ k: key, v: { t, b: bytes } }) makes, written directly: lib/net.js
     // records every socket chunk this way, and walking a copy of the value cost more than
     // the rest of recording it.
-    ev.doneTag = (key, t, bytes) => {
+    ev.tagHead = (key) => `{"v":{"k":${JSON.stringify(key)},"v":{"t":"`;
+    ev.doneHead = (head, t, bytes) => {
       if (!ev.on) return;
       try {
-        const head = `{"v":{"k":${JSON.stringify(key)},"v":{"t":"${t}"`;
-        if (bytes === undefined) put(doneKind, null, `${head}}}}`, NO_BUFS);
-        else put(doneKind, null, `${head},"b":{"\\u0000b":0}}}}`, [bytes]);
+        if (bytes === undefined) put(doneKind, null, head + t + '"}}}', NO_BUFS);
+        else put(doneKind, null, head + t + '","b":{"\\u0000b":0}}}}', [bytes]);
       } catch (e) {
         ev.fail('recording', e);
       }
+    };
+    ev.doneTag = (key, t, bytes) => {
+      if (ev.on) ev.doneHead(ev.tagHead(key), t, bytes);
     };
     return ev;
   }

@@ -459,7 +459,9 @@ function install(ev) {
       secure,
       key,
       cur: key,
+      head: null, // ev.tagHead(cur), made when first needed
       req: ep,
+      kind: -1, // writeKind(req), made when first needed
       closed: false,
       fake: replaying,
       held: false,
@@ -485,35 +487,81 @@ function install(ev) {
     return k;
   }
 
+  // What a request head written as text makes, by that text and endpoint: a pooled connection
+  // writes the same head again and again, and parsing, redacting and naming it cost more than
+  // the rest of recording a request. At most HEADS entries of at most HEAD_MAX characters.
+  const HEADS = 256;
+  const HEAD_MAX = 4096;
+  const heads = new Map();
+  // The entry for `text` (latin1 text Writable handed over with `encoding`) on `c`, or
+  // undefined.
+  function seenHead(c, text, encoding) {
+    if (text.length > HEAD_MAX || !LATIN1.has(encoding)) return undefined;
+    const h = heads.get(text);
+    return h !== undefined && h.ep === c.ep ? h : undefined;
+  }
+
+  // A request head's identity and what follows from it, or null when `head` (the first bytes
+  // as latin1 text) starts no HTTP request.
+  function requestOf(c, head) {
+    const m = HTTP_LINE.exec(head);
+    if (!m) return null;
+    const req = `${c.ep} ${m[1]} ${absolute(c, head, m[2])}`;
+    return {
+      ep: c.ep,
+      req,
+      kind: writeKind(req),
+      count: ev.opCount(req),
+      // JSON text of the request's keys up to their number (no character of '#n' is escaped).
+      json: JSON.stringify(req).slice(0, -1),
+      red: null, // the redacted text (cached entries only)
+    };
+  }
+
   // A write that starts an HTTP request moves the connection's incoming stream to a key of
   // that request's own: `net HOST:PORT METHOD URL#n`, n counting identical requests in the
   // order the program makes them. So a response goes to its request in replay even when a
   // pool (http.Agent, undici) puts the request on another connection than it did recorded.
   // The old stream ends with 'n' (moved on).
-  // `text`: the bytes' latin1 text when the program wrote them as one, else null (then `b`).
-  function written(c, b, text) {
-    const head =
-      text !== null ? text.slice(0, 8192) : b.toString('latin1', 0, Math.min(b.length, 8192));
-    const m = HTTP_LINE.exec(head);
-    if (m) {
-      c.req = `${c.ep} ${m[1]} ${absolute(c, head, m[2])}`;
-      const next = ev.opKey(c.req);
+  // `text`: the bytes' latin1 text when the program wrote them as one, else null (then `b`);
+  // `h`: seenHead's entry for the text, if any.
+  function written(c, b, text, h) {
+    let red = null;
+    if (h === undefined) {
+      const head =
+        text !== null ? text.slice(0, 8192) : b.toString('latin1', 0, Math.min(b.length, 8192));
+      h = requestOf(c, head);
+      if (h !== null && text !== null && text.length <= HEAD_MAX) {
+        h.red = redact.text(text);
+        if (heads.size >= HEADS) heads.clear();
+        heads.set(text, h);
+      }
+    }
+    if (h !== null) {
+      red = h.red;
+      c.req = h.req;
+      c.kind = h.kind;
+      const n = ++h.count.n;
+      const next = `${h.req}#${n}`;
       if (replaying) {
         c.cur = next;
+        c.head = null;
         follow(c, next);
       } else {
         if (c.secure && c.cur === c.key && !c.sock._secureEstablished) c.held = true;
-        else ev.doneTag(c.cur, 'n');
+        else noteTag(c, 'n');
         c.cur = next;
+        c.head = `{"v":{"k":${h.json}#${n}","v":{"t":"`;
       }
     }
-    const kind = writeKind(c.req);
-    const input = `${c.cur} ${text !== null ? redact.text(text) : redact(b).toString('latin1')}`;
+    if (c.kind < 0) c.kind = writeKind(c.req);
+    if (red === null) red = text !== null ? redact.text(text) : redact(b).toString('latin1');
+    const input = `${c.cur} ${red}`;
     if (!replaying) {
-      ev.record(kind, input, null);
+      ev.record(c.kind, input, null);
       return true;
     }
-    if (ev.replay(kind, input) === ev.LIVE) {
+    if (ev.replay(c.kind, input) === ev.LIVE) {
       goneLive(c);
       return false;
     }
@@ -528,7 +576,8 @@ function install(ev) {
 
   // note(c, { t, b }) of a plain tag (and chunk), the way that costs least.
   function noteTag(c, t, b) {
-    ev.doneTag(c.cur, t, b);
+    if (c.head === null) c.head = ev.tagHead(c.cur);
+    ev.doneHead(c.head, t, b);
   }
 
   // A TLS connection's connect and handshake outcome, on its own stream; the stream ends there
@@ -634,7 +683,9 @@ function install(ev) {
     return ev.live(() => real.connect.apply(this, args));
   }, real.connect);
 
-  const emit = like(function emit(name, ...rest) {
+  // `arguments`, not a rest parameter: every event of every socket passes here, and the
+  // array a rest parameter makes is an allocation per event.
+  const emit = like(function emit(name) {
     const c = this[CONN];
     if (c !== undefined && !c.fake && ev.on) {
       try {
@@ -644,7 +695,7 @@ function install(ev) {
         } else if (name === 'secureConnect' && c.secure) {
           noteConn(c, { t: 's', i: handshake(this) }, true);
         } else if (name === 'error') {
-          note(c, { t: 'x', e: c.secure ? tlsError(rest[0]) : rest[0] });
+          note(c, { t: 'x', e: c.secure ? tlsError(arguments[1]) : arguments[1] });
           if (c.held) noteConn(c, null, true); // no handshake will come
         } else if (name === 'close' && !c.closed) {
           c.closed = true;
@@ -656,7 +707,7 @@ function install(ev) {
         ev.fail('recording a connection', e);
       }
     }
-    return real.emit.call(this, name, ...rest);
+    return real.emit.apply(this, arguments);
   }, real.emit);
 
   const push = like(function push(chunk, encoding) {
@@ -676,8 +727,9 @@ function install(ev) {
     const c = this[CONN];
     if (c === undefined || !ev.on) return real.write.call(this, data, encoding, cb);
     try {
-      const text = textOf(data, encoding);
-      if (!written(c, text === null ? bytesOf(data, encoding) : null, text)) {
+      const h = typeof data === 'string' ? seenHead(c, data, encoding) : undefined;
+      const text = h !== undefined ? data : textOf(data, encoding);
+      if (!written(c, text === null ? bytesOf(data, encoding) : null, text, h)) {
         return cb(new Error('replay-node: write not replayed'));
       }
     } catch (e) {
