@@ -204,7 +204,7 @@ function install() {
     // argument conversions, cost several microseconds each (a recorded http request is
     // three events). A value's JSON text is made and its bytes copied into `data` when the
     // event happens, so what the program does to its buffers later is not recorded.
-    const inputs = [];
+    const inputs = []; // the inputs that are not null
     const jsons = [];
     let lens = new Uint32Array(1024);
     let nlens = 0;
@@ -255,9 +255,10 @@ function install() {
       const nd = ndata;
       n = nlens = ndata = 0;
       try {
-        // One string for all texts: each crossing string costs its own conversions, and JSON
-        // text never holds a raw line feed.
-        useBlock(native.recordBatch(values, codes, count, inputs, jsons.join('\n'), lens, nl, data, nd, block));
+        // One string for all texts: each crossing string costs its own conversions. JSON text
+        // never holds a raw line feed; inputs may, and are cut by their lengths in `lens`.
+        const ins = inputs.length === 0 ? '' : inputs.join('\n') + '\n';
+        useBlock(native.recordBatch(values, codes, count, ins, jsons.join('\n'), lens, nl, data, nd, block));
       } catch (e) {
         // The block may be held by what was recorded: write no more into it.
         useBlock(-1);
@@ -277,8 +278,15 @@ function install() {
         native.evRecord(code, input, json, bufs);
         return;
       }
-      if (ndata + size > data.length || nlens + 1 + bufs.length > lens.length) flushBatch();
-      if (1 + bufs.length > lens.length) lens = new Uint32Array(2 * (1 + bufs.length));
+      if (ndata + size > data.length || nlens + 2 + bufs.length > lens.length) flushBatch();
+      if (2 + bufs.length > lens.length) lens = new Uint32Array(2 * (2 + bufs.length));
+      // An input's length in UTF-16 units, plus one; 0 for none (events::Queued).
+      if (input === null) {
+        lens[nlens++] = 0;
+      } else {
+        lens[nlens++] = input.length + 1;
+        inputs.push(input);
+      }
       lens[nlens++] = bufs.length;
       for (let i = 0; i < bufs.length; i++) {
         const b = bufs[i];
@@ -286,7 +294,6 @@ function install() {
         data.set(b, ndata);
         ndata += b.length;
       }
-      inputs.push(input);
       jsons.push(json);
       values[n] = code;
       codes[n] = K_QUEUED;

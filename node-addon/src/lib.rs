@@ -197,8 +197,8 @@ pub fn stage_block(env: &Env, i: u32) -> Res<Option<BufferSlice<'_>>> {
 }
 
 /// Records the first `n` events of a batch: `values[i]` is what hook `kinds[i]` returned,
-/// or for a [`K_QUEUED`] entry the kind code of the next event of the queue `inputs`,
-/// `jsons` (the JSON texts joined by line feeds), `lens[..nlens]` and `data[..ndata]`
+/// or for a [`K_QUEUED`] entry the kind code of the next event of the queue `inputs` (the
+/// inputs, each followed by a line feed), `jsons` (the JSON texts joined by line feeds), `lens[..nlens]` and `data[..ndata]`
 /// ([`events::Queued`]). `data` is staging block `block` when `block` is not -1: the
 /// events then share its bytes. Returns the block the queue uses next ([`stage_next`]).
 #[napi]
@@ -207,7 +207,7 @@ pub fn record_batch(
     values: Float64Array,
     kinds: Uint8Array,
     n: u32,
-    inputs: Option<Vec<Option<String>>>,
+    inputs: Option<String>,
     jsons: Option<String>,
     lens: Option<Uint32Array>,
     nlens: Option<u32>,
@@ -252,7 +252,7 @@ pub fn record_batch(
             _ => None,
         };
         events::Queued {
-            inputs: inputs.unwrap_or_default(),
+            inputs: inputs.as_deref().unwrap_or(""),
             // No JSON text is empty: an empty string is no events, not one.
             jsons: match jsons.as_deref() {
                 None | Some("") => Vec::new(),
