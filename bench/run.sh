@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every benchmark, one after the other: the core (Rust), the C header and the JVM agent. Each
-# prints per-event figures and ratios against the bare runtime measured in the same run.
+# Every benchmark, one after the other: the core (Rust), the C header, the JVM agent and the
+# Node addon (clocks, http, https, fs). Each prints per-event figures and ratios against the
+# bare runtime measured in the same run.
 # Figures vary with the machine's load: run on a quiet machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,4 +27,12 @@ if command -v node >/dev/null 2>&1; then
   node node-addon/bench.js | sed 's/^/  bare:   /'
   REPLAY_MODE=record REPLAY_LOG="$tmp/n.replay" node --require ./node-addon node-addon/bench.js | sed 's/^/  record: /'
   REPLAY_MODE=replay REPLAY_LOG="$tmp/n.replay" node --require ./node-addon node-addon/bench.js | sed 's/^/  replay: /'
+  # The network and fs benchmarks run their client live, recorded and replayed themselves
+  # (a child process each), so their ratios come from one run of this script.
+  echo "== Node addon, http on loopback (ms/request: live, record, replay with the server stopped)"
+  node node-addon/bench-http.js 2000 5
+  echo "== Node addon, https on loopback"
+  node node-addon/bench-https.js 200 3
+  echo "== Node addon, fs metadata calls (ns/call: bare, record, replay)"
+  node node-addon/bench-fs.js
 fi

@@ -51,6 +51,12 @@ async function measure(opts) {
   const n = Number(process.argv[2] || 300);
   const runs = Number(process.argv[3] || 3);
   const pkg = process.env.REPLAY_NODE_PKG || path.join(__dirname, '..');
+  // Without the native part the addon runs the program live and the figures would compare
+  // live with live (and the replay runs would fail once the server is stopped).
+  if (!fs.existsSync(path.join(pkg, 'replay_node.node'))) {
+    console.error(`${opts.name}: ${pkg} has no replay_node.node: run npm install (or node build.js) there first`);
+    process.exit(2);
+  }
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${opts.name}-`));
   try {
     const client = path.join(dir, 'client.js');

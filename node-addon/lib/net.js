@@ -1,3 +1,4 @@
+'use strict';
 // Records and replays TCP client connections at the socket level: every net.Socket the
 // program connects (net.connect/createConnection, http/http.Agent, global fetch (undici), any
 // TCP client library) is hooked in net.Socket.prototype.connect, so the client code above
