@@ -509,10 +509,13 @@ function install() {
   for (const key of ['UTC', 'parse']) {
     Object.defineProperty(ReplayDate, key, Object.getOwnPropertyDescriptor(RealDate, key));
   }
+  // Methods, not function expressions: like the built-ins, no `prototype`, not constructors.
   Object.defineProperty(ReplayDate, 'now', {
-    value: function now() {
-      return nowClock(liveNow);
-    },
+    value: {
+      now() {
+        return nowClock(liveNow);
+      },
+    }.now,
     writable: true,
     configurable: true,
   });
@@ -520,14 +523,18 @@ function install() {
   try {
     RealDate.prototype.constructor = ReplayDate;
     globalThis.Date = ReplayDate;
-    Math.random = function random() {
-      if (++rcount > rlimit) return randomSlow();
-      return rstep();
-    };
-    Object.defineProperty(perf, 'now', {
-      value: function now() {
-        return perfClock(livePerf);
+    Math.random = {
+      random() {
+        if (++rcount > rlimit) return randomSlow();
+        return rstep();
       },
+    }.random;
+    Object.defineProperty(perf, 'now', {
+      value: {
+        now() {
+          return perfClock(livePerf);
+        },
+      }.now,
       writable: true,
       configurable: true,
     });

@@ -618,11 +618,12 @@ function install(ev) {
     return r;
   }, real.readFile);
 
-  hooks.promisesReadFile = like(function readFile(p, options) {
+  // Methods (no `prototype`, not constructors), as the async functions they replace.
+  hooks.promisesReadFile = like({ readFile(p, options) {
     const where = pathOf(p);
     // fs.promises.readFile(filehandle) is filehandle.readFile(options): one event of that.
     if (ev.on && !ev.busy && handleWhere.has(p)) return p.readFile(options);
-    if (!ev.on || ev.busy || where === null || fromNode(readFile)) return real.promisesReadFile.apply(this, arguments);
+    if (!ev.on || ev.busy || where === null || fromNode(hooks.promisesReadFile)) return real.promisesReadFile.apply(this, arguments);
     const input = `${where} ${encodingOf(options)}`;
     const key = ev.opKey(`promises.readFile ${input}`);
     const args = arguments;
@@ -648,7 +649,7 @@ function install(ev) {
         throw e;
       },
     );
-  }, real.promisesReadFile);
+  } }.readFile, real.promisesReadFile);
 
   // createReadStream. Record: the real stream, with its own push() and emit() watched (not
   // a 'data' or 'error' listener: those would change its flow and error behaviour): the
@@ -934,13 +935,18 @@ function install(ev) {
   const promiseByPath = (name, opts, enc, dec) => {
     const fn = real[name];
     const short = name.slice('promises'.length).toLowerCase();
-    return like(function hook(p, options) {
-      const where = pathOf(p);
-      if (!ev.on || ev.busy || where === null || fromNode(hook)) return fn.apply(this, arguments);
-      const args = arguments;
-      return promiseCall(K[name], `promises.${short}`, `${where} ${opts(options)}`, () => fn.apply(this, args), enc,
-        dec);
-    }, fn);
+    // A method, not a function expression: like the async function it replaces, no
+    // `prototype` and not a constructor.
+    const hook = like({
+      hook(p, options) {
+        const where = pathOf(p);
+        if (!ev.on || ev.busy || where === null || fromNode(hook)) return fn.apply(this, arguments);
+        const args = arguments;
+        return promiseCall(K[name], `promises.${short}`, `${where} ${opts(options)}`, () => fn.apply(this, args), enc,
+          dec);
+      },
+    }.hook, fn);
+    return hook;
   };
   hooks.promisesStat = promiseByPath('promisesStat', statOpts, encodeStats, decodeStats);
   hooks.promisesLstat = promiseByPath('promisesLstat', statOpts, encodeStats, decodeStats);
@@ -1207,9 +1213,9 @@ function install(ev) {
     });
   }
 
-  hooks.promisesOpen = like(function open(p, flags) {
+  hooks.promisesOpen = like({ open(p, flags) {
     const where = pathOf(p);
-    if (!ev.on || ev.busy || where === null || !readOnly(flags) || fromNode(open)) {
+    if (!ev.on || ev.busy || where === null || !readOnly(flags) || fromNode(hooks.promisesOpen)) {
       return real.promisesOpen.apply(this, arguments);
     }
     const args = arguments;
@@ -1221,7 +1227,7 @@ function install(ev) {
         handleWhere.set(fh, where);
         return fh;
       });
-  }, real.promisesOpen);
+  } }.open, real.promisesOpen);
 
   // realpath and readlink: (path, [options]) -> a path (a string, or a Buffer for encoding
   // 'buffer'). The .native forms (libuv's realpath(3) instead of Node's walk of the path in

@@ -216,3 +216,36 @@ test('ECONNREFUSED replays while a server listens, and a reply while none does',
     if (server.listening) await close(server);
   }
 });
+
+// A hook has the own properties of the function it replaces, so a program or library that
+// looks sees what it would without the addon: strict mode (no own `caller` or `arguments`;
+// also no mapped `arguments` object per call: a sloppy emit hook cost every socket event
+// ~100 ns), and no `prototype` where the real one is a built-in or async function (so
+// `new Date.now()` still throws).
+test('hooks have the own properties of the functions they replace', () => {
+  const dir = tmpdir('replay-net-props');
+  const app = script(dir, 'props.js', `
+const net = require('net');
+const tls = require('tls');
+const fs = require('fs');
+const crypto = require('crypto');
+const S = net.Socket.prototype;
+const fns = { connect: S.connect, emit: S.emit, push: S.push, _write: S._write, _writev: S._writev,
+  _read: S._read, tlsConnect: tls.connect, netConnect: net.connect, readFileSync: fs.readFileSync,
+  statSync: fs.statSync, existsSync: fs.existsSync, readFile: fs.readFile,
+  promisesReadFile: fs.promises.readFile, promisesStat: fs.promises.stat, promisesOpen: fs.promises.open, createReadStream: fs.createReadStream, readSync: fs.readSync,
+  randomBytes: crypto.randomBytes, randomFillSync: crypto.randomFillSync, randomUUID: crypto.randomUUID,
+  randomInt: crypto.randomInt, getRandomValues: crypto.getRandomValues,
+  webGetRandomValues: globalThis.crypto.getRandomValues, webRandomUUID: globalThis.crypto.randomUUID,
+  Date, now: Date.now, random: Math.random, perfNow: performance.now, hrtime: process.hrtime,
+  hrtimeBigint: process.hrtime.bigint };
+const out = {};
+for (const [k, f] of Object.entries(fns)) out[k] = Object.getOwnPropertyNames(f).sort().join(' ');
+console.log(JSON.stringify(out));
+`);
+  const bare = runNode(null, null, app);
+  assert.strictEqual(bare.code, 0, bare.stderr);
+  const rec = runNode('record', `${dir}/p.replay`, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.deepStrictEqual(JSON.parse(rec.stdout), JSON.parse(bare.stdout));
+});
