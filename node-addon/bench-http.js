@@ -52,14 +52,14 @@ const get = () => new Promise((resolve, reject) => {
 main({
   name: 'bench-http',
   client: CLIENT,
-  sizes: [1024, 65536],
-  server: (body) => http.createServer((req, res) => res.end(body)),
+  sizes: [1024, 65536, { size: 65536, json: true }],
+  server: (next) => http.createServer((req, res) => res.end(next())),
   args: (port, n, size) => [port, n, size],
-  report(size, pick) {
+  report(label, pick) {
     for (const what of ['http', 'fetch']) {
-      const name = `${what === 'http' ? 'http.get' : 'fetch'} ${size / 1024} KB`;
-      console.log(`${name.padEnd(16)} elapsed ${line(pick(what + 'Ms'))}`);
-      console.log(`${''.padEnd(16)} cpu     ${line(pick(what + 'Cpu'))}`);
+      const name = `${what === 'http' ? 'http.get' : 'fetch'} ${label}`;
+      console.log(`${name.padEnd(19)} elapsed ${line(pick(what + 'Ms'))}`);
+      console.log(`${''.padEnd(19)} cpu     ${line(pick(what + 'Cpu'))}`);
     }
   },
 });

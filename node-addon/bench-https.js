@@ -53,13 +53,13 @@ main({
   client: CLIENT,
   sizes: [1024, 65536],
   setup: (dir) => certificate(dir),
-  server: (body, files) => https.createServer({ key: files.key, cert: files.cert }, (req, res) => res.end(body)),
+  server: (next, files) => https.createServer({ key: files.key, cert: files.cert }, (req, res) => res.end(next())),
   args: (port, n, size, files) => [port, n, size, files.certPath],
   // fetch trusts the test certificate through NODE_EXTRA_CA_CERTS (https.get gets `ca`).
   env: (files) => ({ NODE_EXTRA_CA_CERTS: files.certPath }),
-  report(size, pick) {
+  report(label, pick) {
     for (const what of Object.keys(NAMES)) {
-      const name = `${NAMES[what]} ${size / 1024} KB`;
+      const name = `${NAMES[what]} ${label}`;
       console.log(`${name.padEnd(20)} ${line(pick(what))}`);
     }
   },
