@@ -23,6 +23,7 @@ fn recorder(path: &std::path::Path) -> Recorder {
         sync: false,
         flush: Duration::from_millis(100),
         main_thread: "main".into(),
+        compress: 1,
     })
     .expect("create log")
 }

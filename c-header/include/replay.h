@@ -138,7 +138,7 @@ extern "C" {
  * means off), `REPLAY_LOG` (the log file; `%p` and `%t` expand to the pid and a timestamp;
  * record defaults to `replay-%p.replay`) and the other options as `REPLAY_<KEY>`
  * (`REPLAY_POLICY=abort|warn-live|warn-continue`, `REPLAY_ORDER=strict|relaxed`,
- * `REPLAY_SYNC`, `REPLAY_FLUSH`, `REPLAY_TIMEOUT`). Unknown `REPLAY_*` variables get one
+ * `REPLAY_SYNC`, `REPLAY_FLUSH`, `REPLAY_TIMEOUT`, `REPLAY_COMPRESS`). Unknown `REPLAY_*` variables get one
  * warning line each.
  *
  * Returns 0 on success (including mode off). On a bad option value, a log that cannot be

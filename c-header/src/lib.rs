@@ -248,7 +248,7 @@ unsafe fn misfit(a: &Active, s: *mut replay_site, ids: (u32, u32, u64), e: &Even
 /// means off), `REPLAY_LOG` (the log file; `%p` and `%t` expand to the pid and a timestamp;
 /// record defaults to `replay-%p.replay`) and the other options as `REPLAY_<KEY>`
 /// (`REPLAY_POLICY=abort|warn-live|warn-continue`, `REPLAY_ORDER=strict|relaxed`,
-/// `REPLAY_SYNC`, `REPLAY_FLUSH`, `REPLAY_TIMEOUT`). Unknown `REPLAY_*` variables get one
+/// `REPLAY_SYNC`, `REPLAY_FLUSH`, `REPLAY_TIMEOUT`, `REPLAY_COMPRESS`). Unknown `REPLAY_*` variables get one
 /// warning line each.
 ///
 /// Returns 0 on success (including mode off). On a bad option value, a log that cannot be
@@ -305,7 +305,7 @@ fn init(compiler: &str) -> c_int {
         for (k, _) in unknown {
             eprintln!(
                 "replay: ignoring unknown variable {k} (known: REPLAY_MODE, REPLAY_LOG, REPLAY_POLICY, REPLAY_ORDER, \
-                 REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT)"
+                 REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_COMPRESS)"
             );
         }
         let mode = options.mode;

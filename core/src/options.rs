@@ -40,6 +40,10 @@ pub struct Options {
     pub sync: bool,
     pub flush: Duration,
     pub timeout: Duration,
+    /// zstd level of the log's chunks, 0 for none: compression is the recorder thread's
+    /// main cost on bulk data (~2 ns a byte of JSON at level 1), which a machine without a
+    /// spare core pays in the program's time; `off` trades that for a larger log.
+    pub compress: u8,
 }
 
 impl Default for Options {
@@ -52,14 +56,15 @@ impl Default for Options {
             sync: false,
             flush: Duration::from_millis(100),
             timeout: Duration::from_secs(10),
+            compress: 1,
         }
     }
 }
 
 /// The keys this module understands (front ends may accept more of their own).
 pub const KEYS: &[&str] = &[
-    "mode", "log", "policy", "order", "strict", "relaxed", "sync", "flush", "timeout", "record",
-    "replay", "off",
+    "mode", "log", "policy", "order", "strict", "relaxed", "sync", "flush", "timeout", "compress",
+    "record", "replay", "off",
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,6 +104,10 @@ fn bad(key: &str, value: &str, expected: &'static str) -> OptError {
         expected,
     }
 }
+
+/// The highest zstd level `compress` takes (zstd's own maximum short of its "ultra" levels,
+/// whose windows a reader would need too much memory for).
+pub const MAX_COMPRESS: u8 = 19;
 
 pub fn parse_bool(key: &str, v: &str) -> Result<bool, OptError> {
     match v.to_ascii_lowercase().as_str() {
@@ -204,6 +213,17 @@ impl Options {
                 self.timeout = parse_duration(key, v)?;
                 Ok(())
             }
+            "compress" => {
+                self.compress = match v.to_ascii_lowercase().as_str() {
+                    "" | "on" | "true" | "yes" => 1,
+                    "off" | "none" | "false" | "no" => 0,
+                    n => match n.parse::<u8>() {
+                        Ok(l) if l <= MAX_COMPRESS => l,
+                        _ => return Err(bad(key, v, "off, on or a zstd level 1-19")),
+                    },
+                };
+                Ok(())
+            }
             _ => Err(OptError::Unknown(key.to_string())),
         }
     }
@@ -290,6 +310,13 @@ impl Options {
             ("sync".into(), self.sync.to_string()),
             ("flush".into(), format!("{}ms", self.flush.as_millis())),
             ("timeout".into(), format!("{}ms", self.timeout.as_millis())),
+            (
+                "compress".into(),
+                match self.compress {
+                    0 => "off".to_string(),
+                    l => l.to_string(),
+                },
+            ),
         ];
         if let Some(l) = &self.log {
             v.insert(1, ("log".into(), l.clone()));
@@ -404,6 +431,42 @@ mod tests {
             e.to_string(),
             "bad value 'rec' for option 'REPLAY_MODE': expected record, replay or off"
         );
+    }
+
+    #[test]
+    fn compress_levels() {
+        let mut o = Options::default();
+        assert_eq!(o.compress, 1);
+        for (v, want) in [
+            ("off", 0),
+            ("0", 0),
+            ("none", 0),
+            ("3", 3),
+            ("19", 19),
+            ("on", 1),
+        ] {
+            o.parse_list(&format!("compress={v}")).unwrap();
+            assert_eq!(o.compress, want, "compress={v}");
+        }
+        o.parse_list("compress").unwrap();
+        assert_eq!(o.compress, 1);
+        for v in ["20", "fast", "-1", "1.5"] {
+            let e = o
+                .parse_list(&format!("compress={v}"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("compress") && e.contains(v) && e.contains("1-19"),
+                "{e}"
+            );
+        }
+        o.compress = 0;
+        assert!(o
+            .describe()
+            .contains(&("compress".to_string(), "off".to_string())));
+        let (o, unknown) =
+            Options::from_env_vars([("REPLAY_COMPRESS".to_string(), "9".to_string())]).unwrap();
+        assert_eq!((o.compress, unknown.len()), (9, 0));
     }
 
     #[test]

@@ -192,6 +192,8 @@ pub struct RecordConfig {
     pub flush: Duration,
     /// Name of logical thread 0, the thread that opens the recorder.
     pub main_thread: String,
+    /// zstd level of the chunks, 0 for none (the `compress` option).
+    pub compress: u8,
 }
 
 #[cfg(test)]
@@ -204,6 +206,7 @@ impl RecordConfig {
             sync: false,
             flush: Duration::from_millis(20),
             main_thread: "main".into(),
+            compress: 1,
         }
     }
 }
@@ -220,7 +223,7 @@ impl Recorder {
     /// Creates the log (mode 0600), writes its header and starts the flusher. The calling
     /// thread becomes logical thread 0.
     pub fn open(cfg: RecordConfig) -> std::io::Result<Recorder> {
-        let writer = LogWriter::create(&cfg.path, &cfg.header, cfg.sync)?;
+        let writer = LogWriter::create_with(&cfg.path, &cfg.header, cfg.sync, cfg.compress)?;
         let inner = Arc::new(Inner {
             gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
             hot: HotCounter {
@@ -959,6 +962,61 @@ mod incompressible_tests {
             assert!(it.error().is_none(), "{:?}", it.error());
             assert_eq!(n, bodies.len());
         }
+    }
+}
+
+#[cfg(test)]
+mod compress_tests {
+    use super::*;
+    use crate::event::{Field, FieldValue, Payload};
+    use crate::reader::{LogReader, Ordered};
+
+    /// The `compress` option: off stores chunks as they are (the log about as large as what
+    /// was recorded), a level compresses; every setting reads back the same events.
+    #[test]
+    fn every_compress_setting_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = |i: usize| format!("{{\"id\":{i},\"name\":\"user {i}\"}}").repeat(200);
+        let raw: usize = (0..300).map(|i| body(i).len()).sum();
+        let mut sizes = Vec::new();
+        for level in [0u8, 1, 19] {
+            let p = dir.path().join(format!("c{level}.replay"));
+            let mut cfg = RecordConfig::for_test(p.clone());
+            cfg.compress = level;
+            let r = Recorder::open(cfg).unwrap();
+            let k = r.intern("body");
+            let rec = |i: usize| Record {
+                fields: vec![Field {
+                    name: "b0".into(),
+                    value: FieldValue::Bytes(body(i).into_bytes().into()),
+                }],
+            };
+            for i in 0..300 {
+                r.record_owned(k, 0, None, rec(i));
+            }
+            r.finish().unwrap();
+            let mut it = Ordered::new(LogReader::open(&p).unwrap());
+            let mut n = 0;
+            for e in it.by_ref() {
+                assert_eq!(
+                    e.payload,
+                    Payload::Record { record: rec(n) },
+                    "level {level}"
+                );
+                n += 1;
+            }
+            assert!(it.error().is_none(), "{:?}", it.error());
+            assert_eq!(n, 300);
+            sizes.push(std::fs::metadata(&p).unwrap().len() as usize);
+        }
+        assert!(sizes[0] > raw, "off: {} bytes for {raw}", sizes[0]);
+        assert!(sizes[1] < raw / 10, "level 1: {} bytes for {raw}", sizes[1]);
+        assert!(
+            sizes[2] <= sizes[1],
+            "level 19 {} > level 1 {}",
+            sizes[2],
+            sizes[1]
+        );
     }
 }
 

@@ -61,6 +61,7 @@ impl Core {
                     sync: options.sync,
                     flush: options.flush,
                     main_thread: "main".into(),
+                    compress: options.compress,
                 };
                 Session::Record(
                     Recorder::open(cfg).map_err(|e| format!("cannot create log {log}: {e}"))?,

@@ -15,7 +15,8 @@ pub struct LogWriter {
     chunks: u64,
     events: u64,
     sync: bool,
-    zstd: zstd::bulk::Compressor<'static>,
+    /// None: chunks are stored uncompressed (the `compress=off` option).
+    zstd: Option<zstd::bulk::Compressor<'static>>,
     buf: Vec<u8>,
     /// Large frames left to store without trying zstd (see `SKIP_FROM`).
     skip: u32,
@@ -30,21 +31,45 @@ const SKIP_FROM: usize = 256 << 10;
 const SKIP_AFTER: u32 = 15;
 
 impl LogWriter {
-    /// Creates (truncating) the log with mode 0600 and writes the magic line and header.
+    /// Creates (truncating) the log with mode 0600 and writes the magic line and header;
+    /// chunks are compressed at zstd level 1.
     pub fn create(path: &Path, header: &HeaderInfo, sync: bool) -> io::Result<Self> {
+        Self::create_with(path, header, sync, 1)
+    }
+
+    /// [`Self::create`] with chunks compressed at zstd level `level`, or stored as they are
+    /// for 0.
+    pub fn create_with(
+        path: &Path,
+        header: &HeaderInfo,
+        sync: bool,
+        level: u8,
+    ) -> io::Result<Self> {
         let file = OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
             .mode(0o600)
             .open(path)?;
-        Self::from_file(file, header, sync)
+        Self::from_file_with(file, header, sync, level)
     }
 
     pub fn from_file(file: File, header: &HeaderInfo, sync: bool) -> io::Result<Self> {
-        // Level 1: rr's measurements (and ours on clock streams) show it about as compact as
-        // higher levels on this kind of data, at a fraction of the cost.
-        let zstd = zstd::bulk::Compressor::new(1)?;
+        Self::from_file_with(file, header, sync, 1)
+    }
+
+    pub fn from_file_with(
+        file: File,
+        header: &HeaderInfo,
+        sync: bool,
+        level: u8,
+    ) -> io::Result<Self> {
+        // Level 1 by default: rr's measurements (and ours on clock streams) show it about as
+        // compact as higher levels on this kind of data, at a fraction of the cost.
+        let zstd = match level {
+            0 => None,
+            l => Some(zstd::bulk::Compressor::new(i32::from(l))?),
+        };
         let mut w = LogWriter {
             file,
             crc: 0,
@@ -88,8 +113,8 @@ impl LogWriter {
         let large = raw.len() >= SKIP_FROM;
         if compress && large && self.skip > 0 {
             self.skip -= 1;
-        } else if compress {
-            let n = self.zstd.compress_to_buffer(
+        } else if let (true, Some(zstd)) = (compress, self.zstd.as_mut()) {
+            let n = zstd.compress_to_buffer(
                 raw,
                 &mut self.buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + bound],
             )?;

@@ -43,6 +43,7 @@ fn thousands_of_64_kb_records_are_all_written_and_read_back() {
         // A long interval: the flusher sees the records only in big rounds.
         flush: Duration::from_secs(5),
         main_thread: "main".into(),
+        compress: 1,
     })
     .unwrap();
     let k = r.intern("node.done");

@@ -10,6 +10,7 @@ fn rec(path: &std::path::Path) -> Recorder {
         sync: false,
         flush: Duration::from_millis(20),
         main_thread: "main".into(),
+        compress: 1,
     })
     .unwrap()
 }

@@ -140,7 +140,7 @@ fn open(node_version: &str) -> Option<Active> {
     for (k, _) in unknown.into_iter().filter(|(k, _)| k != "REPLAY_REDACT") {
         eprintln!(
             "replay: ignoring unknown variable {k} (known: REPLAY_MODE, REPLAY_LOG, REPLAY_POLICY, REPLAY_ORDER, \
-             REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_REDACT)"
+             REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_COMPRESS, REPLAY_REDACT)"
         );
     }
     let mode = options.mode;

@@ -157,3 +157,32 @@ test('queued bytes of many staging blocks replay intact', () => {
   assert.strictEqual(rep.code, 0, rep.stderr);
   assert.strictEqual(rep.stdout, rec.stdout);
 });
+
+// REPLAY_COMPRESS (a core option): off stores the log's chunks as they are, and the log
+// replays like a compressed one, after the file it recorded changed.
+test('REPLAY_COMPRESS=off records an uncompressed log that replays', () => {
+  const dir = tmpdir('replay-compress');
+  const data = `${dir}/data.json`;
+  fs.writeFileSync(data, JSON.stringify({ items: Array.from({ length: 4000 }, (_, i) => ({ i, name: `n${i}` })) }));
+  const app = script(dir, 'app.js', `
+const fs = require('fs');
+const j = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
+console.log(j.items.length, j.items[3999].name, Date.now(), Math.random());
+`);
+  const sizes = {};
+  for (const level of ['off', '1']) {
+    const log = `${dir}/${level}.replay`;
+    const rec = runNode('record', log, app, { args: [data], env: { REPLAY_COMPRESS: level } });
+    assert.strictEqual(rec.code, 0, rec.stderr);
+    assert.strictEqual(rec.stderr, '');
+    sizes[level] = fs.statSync(log).size;
+    fs.writeFileSync(data, '{"items":[]}');
+    const rep = runNode('replay', log, app, { args: [data] });
+    assert.strictEqual(rep.code, 0, rep.stderr);
+    assert.strictEqual(rep.stdout, rec.stdout);
+    fs.writeFileSync(data, JSON.stringify({ items: Array.from({ length: 4000 }, (_, i) => ({ i, name: `n${i}` })) }));
+  }
+  const raw = fs.statSync(data).size;
+  assert.ok(sizes.off > raw, `off: ${sizes.off} bytes for a ${raw}-byte file`);
+  assert.ok(sizes['1'] < raw / 3, `level 1: ${sizes['1']} bytes for a ${raw}-byte file`);
+});

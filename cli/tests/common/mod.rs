@@ -39,6 +39,7 @@ fn recorder(path: &Path, argv0: &str) -> Recorder {
         sync: false,
         flush: Duration::from_secs(5),
         main_thread: "main".into(),
+        compress: 1,
     })
     .unwrap()
 }

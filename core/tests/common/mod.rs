@@ -13,6 +13,7 @@ pub fn recorder(path: &Path) -> Recorder {
         sync: false,
         flush: Duration::from_millis(20),
         main_thread: "main".into(),
+        compress: 1,
     })
     .unwrap()
 }
