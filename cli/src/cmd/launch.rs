@@ -61,7 +61,8 @@ pub struct ReplayArgs {
 #[derive(clap::Args)]
 struct Common {
     /// An option for the front end, passed as REPLAY_<KEY>=VALUE (repeatable), e.g.
-    /// policy=warn-live, order=relaxed, timeout=30s, flush=50ms, sync=true
+    /// policy=warn-live, order=relaxed, timeout=30s, flush=50ms, sync=true,
+    /// compress=off
     #[arg(short = 'k', long = "key", value_name = "KEY=VALUE")]
     keys: Vec<String>,
     /// The program and its arguments (after `--`)
