@@ -51,19 +51,11 @@ impl LogWriter {
             .truncate(true)
             .mode(0o600)
             .open(path)?;
-        Self::from_file_with(file, header, sync, level)
+        Self::from_file(file, header, sync, level)
     }
 
-    pub fn from_file(file: File, header: &HeaderInfo, sync: bool) -> io::Result<Self> {
-        Self::from_file_with(file, header, sync, 1)
-    }
-
-    pub fn from_file_with(
-        file: File,
-        header: &HeaderInfo,
-        sync: bool,
-        level: u8,
-    ) -> io::Result<Self> {
+    /// The writer over an open file, compressing at `level` (0: none).
+    pub fn from_file(file: File, header: &HeaderInfo, sync: bool, level: u8) -> io::Result<Self> {
         // Level 1 by default: rr's measurements (and ours on clock streams) show it about as
         // compact as higher levels on this kind of data, at a fraction of the cost.
         let zstd = match level {

@@ -724,61 +724,53 @@ function install(ev) {
     return real.push.call(this, chunk, encoding);
   }, real.push);
 
-  // Whether a write is checked (replay) and so recorded (record): false when it went live.
-  function wrote(c, data, encoding) {
+  // Whether a write (`chunks` of a _writev, else `data` in `encoding`) is checked (replay)
+  // and so recorded (record): false when it went live.
+  function wrote(c, chunks, data, encoding) {
+    if (chunks !== null) {
+      const all = chunks.allBuffers
+        ? Buffer.concat(chunks.map((x) => bytesOf(x.chunk || x)))
+        : Buffer.concat(chunks.map((x) => bytesOf(x.chunk, x.encoding)));
+      return written(c, all, null);
+    }
     const h = typeof data === 'string' ? seenHead(c, data, encoding) : undefined;
     const text = h !== undefined ? data : textOf(data, encoding);
     return written(c, text === null ? bytesOf(data, encoding) : null, text, h);
   }
-  function wroteAll(c, chunks) {
-    const all = chunks.allBuffers
-      ? Buffer.concat(chunks.map((x) => bytesOf(x.chunk || x)))
-      : Buffer.concat(chunks.map((x) => bytesOf(x.chunk, x.encoding)));
-    return written(c, all, null);
-  }
 
-  // Record: the bytes go out first and are recorded after, while the peer works on them: the
-  // recording is off the request's round trip. Nothing the connection reads can come in
-  // between (reads are dispatched by the event loop), and the program gets control back only
-  // after both, with its bytes as they were written.
-  const _write = like(function _write(data, encoding, cb) {
-    const c = this[CONN];
-    if (c === undefined || !ev.on) return real.write.call(this, data, encoding, cb);
+  // A write on a connection of ours. Record: the bytes go out first and are recorded after,
+  // while the peer works on them: the recording is off the request's round trip. Nothing the
+  // connection reads can come in between (reads are dispatched by the event loop), and the
+  // program gets control back only after both, with its bytes as they were written.
+  // Replay: checked, and nothing is written.
+  function hookedWrite(sock, c, chunks, data, encoding, cb) {
     if (!c.fake) {
-      const r = real.write.call(this, data, encoding, cb);
+      const r = chunks !== null ? real.writev.call(sock, chunks, cb) : real.write.call(sock, data, encoding, cb);
       try {
-        wrote(c, data, encoding);
+        wrote(c, chunks, data, encoding);
       } catch (e) {
         ev.fail('a connection write', e);
       }
       return r;
     }
     try {
-      if (!wrote(c, data, encoding)) return cb(new Error('replay-node: write not replayed'));
+      if (!wrote(c, chunks, data, encoding)) return cb(new Error('replay-node: write not replayed'));
     } catch (e) {
       ev.fail('a connection write', e);
     }
     return cb();
+  }
+
+  const _write = like(function _write(data, encoding, cb) {
+    const c = this[CONN];
+    if (c === undefined || !ev.on) return real.write.call(this, data, encoding, cb);
+    return hookedWrite(this, c, null, data, encoding, cb);
   }, real.write);
 
   const _writev = like(function _writev(chunks, cb) {
     const c = this[CONN];
     if (c === undefined || !ev.on) return real.writev.call(this, chunks, cb);
-    if (!c.fake) {
-      const r = real.writev.call(this, chunks, cb);
-      try {
-        wroteAll(c, chunks);
-      } catch (e) {
-        ev.fail('a connection write', e);
-      }
-      return r;
-    }
-    try {
-      if (!wroteAll(c, chunks)) return cb(new Error('replay-node: write not replayed'));
-    } catch (e) {
-      ev.fail('a connection write', e);
-    }
-    return cb();
+    return hookedWrite(this, c, chunks, undefined, undefined, cb);
   }, real.writev);
 
   const _read = like(function _read(n) {
