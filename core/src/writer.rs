@@ -3,6 +3,7 @@
 
 use crate::format::frame::{FrameHeader, FrameType, CODEC_NONE, CODEC_ZSTD, FRAME_HEADER_LEN};
 use crate::format::*;
+use crate::idle::{IdleCompressor, IdleStats, HELP_FROM};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -20,6 +21,8 @@ pub struct LogWriter {
     buf: Vec<u8>,
     /// Large frames left to store without trying zstd (see `SKIP_FROM`).
     skip: u32,
+    /// Compresses large frames on idle CPU time (see `idle.rs`); None with `zstd`.
+    idle: Option<IdleCompressor>,
 }
 
 /// Frames at least this large that zstd could not shrink by 3% make the next `SKIP_AFTER`
@@ -62,6 +65,7 @@ impl LogWriter {
             0 => None,
             l => Some(zstd::bulk::Compressor::new(i32::from(l))?),
         };
+        let idle = zstd.as_ref().map(|_| IdleCompressor::new(i32::from(level)));
         let mut w = LogWriter {
             file,
             crc: 0,
@@ -72,6 +76,7 @@ impl LogWriter {
             zstd,
             buf: Vec::new(),
             skip: 0,
+            idle,
         };
         w.write_raw(MAGIC)?;
         w.write_frame(FrameType::Header, &header.encode(), false)?;
@@ -106,10 +111,15 @@ impl LogWriter {
         if compress && large && self.skip > 0 {
             self.skip -= 1;
         } else if let (true, Some(zstd)) = (compress, self.zstd.as_mut()) {
-            let n = zstd.compress_to_buffer(
-                raw,
-                &mut self.buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + bound],
-            )?;
+            let dst = &mut self.buf[FRAME_HEADER_LEN..FRAME_HEADER_LEN + bound];
+            let helped = match self.idle.as_mut() {
+                Some(idle) if raw.len() >= HELP_FROM => idle.compress_into(raw, dst),
+                _ => None,
+            };
+            let n = match helped {
+                Some(n) => n,
+                None => zstd.compress_to_buffer(raw, dst)?,
+            };
             // Incompressible data is stored as it is (smaller, and cheaper to read).
             if n < raw.len() {
                 codec = CODEC_ZSTD;
@@ -166,6 +176,11 @@ impl LogWriter {
 
     pub fn bytes(&self) -> u64 {
         self.offset
+    }
+
+    /// How many frames the idle helper compressed, and how many the writer took over.
+    pub fn idle_stats(&self) -> IdleStats {
+        self.idle.as_ref().map(|i| i.stats).unwrap_or_default()
     }
 
     /// Writes the trailer and syncs: the log is complete.
