@@ -167,6 +167,11 @@ int replay_init_with_info(const char *compiler);
  * that every recorded event was replayed; events left over are a divergence, handled by
  * the policy (`abort` exits with status 86). Returns 0, or non-zero after one line on
  * stderr. Later macro uses run live. Harmless when no session runs.
+ *
+ * Keep the library loaded for the life of the process, even after shutdown: do not
+ * `dlclose` it. Some of the session's threads (the log compressor's idle helper) are not
+ * joined and its `atexit` handler stays registered, so unmapping the code under them
+ * would crash the program.
  */
 int replay_shutdown(void);
 
