@@ -93,12 +93,15 @@ const NULL_VALUE = Object.freeze({ json: '{"v":null}', bufs: NO_BUFS });
 
 const ERRORS = { TypeError, RangeError, SyntaxError, ReferenceError, URIError, EvalError };
 
+// `x` is { json, bufs }, or the JSON text alone for a value without binary parts (what
+// evReplay returns for those: one object fewer per crossing).
 function decode(x) {
-  const bufs = x.bufs;
+  const json = typeof x === 'string' ? x : x.json;
+  const bufs = typeof x === 'string' ? NO_BUFS : x.bufs;
   // JSON.stringify writes a NUL as \u0000: text without one has no marker, and a reviver
   // (called for every key: most of a replayed Stats' decoding cost) has nothing to do.
-  if (!x.json.includes('\\u0000')) return JSON.parse(x.json).v;
-  const out = JSON.parse(x.json, function reviver(key, v) {
+  if (!json.includes('\\u0000')) return JSON.parse(json).v;
+  const out = JSON.parse(json, function reviver(key, v) {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
     if (B in v) return bufs[v[B]];
     if (N in v) return BigInt(v[N]);

@@ -12,7 +12,7 @@
 //! Replay takes each kind's events in recorded order ([`replay_core::Replayer::next_of`]).
 
 use crate::{active, err, guarded, report, Active, Res, PENDING};
-use napi::bindgen_prelude::{Buffer, BufferSlice};
+use napi::bindgen_prelude::{Buffer, BufferSlice, Either};
 use napi_derive::napi;
 use replay_core::session::Session;
 use replay_core::{digest, Bytes, Event, Field, FieldValue, Payload, Record};
@@ -228,7 +228,7 @@ fn utf8_len(s: &str, units: usize) -> Option<usize> {
 }
 
 #[napi]
-pub fn ev_replay(code: u32, input: Option<String>) -> Res<Option<EvValue>> {
+pub fn ev_replay(code: u32, input: Option<String>) -> Res<Option<Either<String, EvValue>>> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(None) };
         let Session::Replay(r) = &a.core.session else {
@@ -240,9 +240,17 @@ pub fn ev_replay(code: u32, input: Option<String>) -> Res<Option<EvValue>> {
         }
         match r.next_of(kind, 0, input_digest(&input)) {
             Ok(e) => {
-                let v = value(&e, &kinds().names[code as usize])?;
-                kinds().last.insert(code, e);
-                Ok(Some(v))
+                let mut k = kinds();
+                let v = value(&e, &k.names[code as usize])?;
+                k.last.insert(code, e);
+                // A value without binary parts (most: fs metadata, socket ends) as its bare
+                // JSON text: making the object and its empty array cost ~0.4 us of a ~1.2 us
+                // crossing (replayed existsSync 4.9 -> 4.5 us, 4 alternations).
+                Ok(Some(if v.bufs.is_empty() {
+                    Either::A(v.json)
+                } else {
+                    Either::B(v)
+                }))
             }
             Err(d) => {
                 *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
