@@ -20,8 +20,8 @@ mod fit;
 
 use replay_core::guard::HookGuard;
 use replay_core::report::{Actual, Divergence, DivergenceKind};
-use replay_core::session::{Core, Replayed, Session};
-use replay_core::{Event, Mode, Options, PayloadRef, Policy};
+use replay_core::session::{Core, Frontend, Session, Verdict};
+use replay_core::{Event, Mode, Options, PayloadRef};
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -110,6 +110,8 @@ static ACTIVE: AtomicPtr<Active> = AtomicPtr::new(std::ptr::null_mut());
 static GEN: AtomicU32 = AtomicU32::new(0);
 static INIT: Mutex<()> = Mutex::new(());
 static ATEXIT: AtomicBool = AtomicBool::new(false);
+/// Set by the first shutdown: the session is shut down once.
+static SHUT: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// The name given to `replay_thread_name`, for reports made on this side.
@@ -194,6 +196,27 @@ unsafe fn fill_site(s: *mut replay_site, a: &Active) -> (u32, u32, u64) {
     (kind, site, digest)
 }
 
+/// Applies the core's verdict on a replayed call: the one place this front end does. Returns
+/// the event to serve, or `None` to run the call live; a stop ends the process here.
+fn apply(v: Verdict) -> Option<Event> {
+    match v {
+        Verdict::Serve(e) => Some(e),
+        Verdict::Live => None,
+        Verdict::Stop(code) => stop(code),
+    }
+}
+
+/// Ends the process with `code` after a divergence report: stdio is flushed (what the
+/// program printed is not lost), and no exit handler runs, so nothing of the program runs
+/// after the report (an `exit` would run its handlers while other threads go on).
+fn stop(code: i32) -> ! {
+    // SAFETY: flushing all stdio streams, then leaving the process.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::_exit(code)
+    }
+}
+
 /// Front-end detail for a divergence report: the C function the macro is in.
 unsafe fn caller_context(s: *mut replay_site) -> Option<String> {
     let caller = text((*s).caller, "");
@@ -240,8 +263,10 @@ unsafe fn misfit(a: &Active, s: *mut replay_site, ids: (u32, u32, u64), e: &Even
         actual_site: r.text(site),
         threads: Vec::new(),
         log: a.core.log.clone(),
+        live: Vec::new(),
     };
-    a.core.diverged(&d);
+    // The event does not fit the call, so warn-continue cannot serve it either: live.
+    let _ = apply(a.core.diverged(Box::new(d)));
 }
 
 /// Starts a session from the environment: `REPLAY_MODE` (`record`, `replay` or `off`; unset
@@ -314,9 +339,28 @@ fn init(compiler: &str) -> c_int {
             .filter(|s| !s.is_empty())
             .collect::<Vec<_>>()
             .join("; ");
-        let core = match Core::start(options, "c", &info, "replay-%p.replay") {
+        let argv0 = std::env::args_os().next().unwrap_or_default();
+        let program = std::path::Path::new(&argv0)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let fe = Frontend {
+            runtime: "c",
+            runtime_version: &info,
+            program: &program,
+            default_log: "replay-%p.replay",
+            // The launcher (`replay record -- CMD`) compares a C program's output.
+            output: false,
+            per_kind: false,
+            argv: None,
+        };
+        let core = match Core::start(options, &fe) {
             Ok(Some(c)) => c,
             Ok(None) => return 0,
+            Err(e) if e.exit.is_some() => {
+                eprintln!("replay: {e}");
+                stop(e.exit.unwrap_or(1));
+            }
             Err(msg) => {
                 let then = if mode == Mode::Record {
                     "the program runs without recording"
@@ -329,6 +373,7 @@ fn init(compiler: &str) -> c_int {
         };
         let gen = GEN.fetch_add(1, Ordering::Relaxed) + 1;
         let a = Box::into_raw(Box::new(Active { core, gen }));
+        SHUT.store(false, Ordering::Release);
         ACTIVE.store(a, Ordering::Release);
         replay_active.store(1, Ordering::Release);
         if !ATEXIT.swap(true, Ordering::Relaxed) {
@@ -373,39 +418,23 @@ pub extern "C" fn replay_shutdown() -> c_int {
     guarded(1, || shutdown(false))
 }
 
-fn shutdown(at_exit: bool) -> c_int {
-    // Taking the pointer first makes shutdown happen once, and lets the exit handler that
-    // runs when the abort policy exits from inside this function see that it is done.
-    let p = ACTIVE.swap(std::ptr::null_mut(), Ordering::AcqRel);
-    replay_active.store(0, Ordering::Release);
-    // SAFETY: null or a leaked Active.
-    let Some(a) = (unsafe { p.as_ref() }) else {
+fn shutdown(_at_exit: bool) -> c_int {
+    let Some(a) = active() else {
         return 0;
     };
-    if at_exit && a.core.options.policy == Policy::Abort && a.core.divergences() > 0 {
-        // This exit is the abort policy's own, after its report: nothing more to say.
-        return 1;
+    if SHUT.swap(true, Ordering::AcqRel) {
+        return 0;
     }
-    if at_exit && a.core.options.policy == Policy::Abort {
-        // The core's abort calls exit(), which must not be called from an exit handler; do
-        // the same here with _exit after flushing stdio.
-        if let Session::Replay(r) = &a.core.session {
-            if let Err(d) = r.finish() {
-                eprintln!(
-                    "{}  (policy abort: exiting with status {})",
-                    d.render(),
-                    replay_core::EXIT_DIVERGENCE
-                );
-                // SAFETY: flushing all stdio streams, then leaving the process.
-                unsafe {
-                    libc::fflush(std::ptr::null_mut());
-                    libc::_exit(replay_core::EXIT_DIVERGENCE);
-                }
-            }
+    // The session stays reachable while replay checks its end: a thread still running
+    // meanwhile keeps getting recorded values (or the stop), never live ones.
+    let r = a.core.shutdown();
+    replay_active.store(0, Ordering::Release);
+    ACTIVE.store(std::ptr::null_mut(), Ordering::Release);
+    match r {
+        Ok(v) => {
+            apply(v);
+            0
         }
-    }
-    match a.core.shutdown() {
-        Ok(()) => 0,
         Err(msg) => {
             eprintln!("replay: {msg}");
             1
@@ -530,11 +559,11 @@ pub unsafe extern "C" fn replay_replay_value(
     }
     guarded(0, || {
         let ids = site_ids(site, a);
-        match a
-            .core
-            .replay(ids.0, ids.1, Some(ids.2), &|| caller_context(site))
-        {
-            Replayed::Event(e) => match fit::value_bits(&e.payload, r#type, size) {
+        match apply(
+            a.core
+                .replay(ids.0, ids.1, Some(ids.2), &|| caller_context(site)),
+        ) {
+            Some(e) => match fit::value_bits(&e.payload, r#type, size) {
                 Ok(b) => {
                     *bits = b;
                     1
@@ -544,7 +573,7 @@ pub unsafe extern "C" fn replay_replay_value(
                     0
                 }
             },
-            Replayed::Live => 0,
+            None => 0,
         }
     })
 }
@@ -619,11 +648,11 @@ pub unsafe extern "C" fn replay_replay_ret(
     }
     guarded(0, || {
         let ids = site_ids(site, a);
-        match a
-            .core
-            .replay(ids.0, ids.1, Some(ids.2), &|| caller_context(site))
-        {
-            Replayed::Event(e) => {
+        match apply(
+            a.core
+                .replay(ids.0, ids.1, Some(ids.2), &|| caller_context(site)),
+        ) {
+            Some(e) => {
                 let cap = if buf.is_null() { 0 } else { cap };
                 match fit::ret_fit(&e.payload, how, cap) {
                     Ok(f) => {
@@ -640,7 +669,7 @@ pub unsafe extern "C" fn replay_replay_ret(
                     }
                 }
             }
-            Replayed::Live => 0,
+            None => 0,
         }
     })
 }

@@ -44,6 +44,11 @@ struct Header {
 
   options @10 :List(KeyValue);
   # The effective recorder options (log, policy, order, flush, ...), for `replay info`.
+
+  program @11 :Text;
+  # What the runtime ran, as its front end names it: the script of a Node process, the main
+  # class or jar of a JVM, the executable's file name for C. Replay refuses a log whose
+  # runtime or program is not the current one. Empty in logs of older writers (not checked).
 }
 
 struct KeyValue {
@@ -186,4 +191,9 @@ struct Trailer {
   # together with each frame's own checksums every byte is covered.
   threads @4 :UInt32;
   # Number of logical threads.
+
+  exitKnown @5 :Bool;
+  exitStatus @6 :Int32;
+  # The program's exit status (128+N for a signal), when the front end learned it before
+  # the log was closed; replay compares its own at exit. Older writers: exitKnown false.
 }

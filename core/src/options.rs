@@ -44,6 +44,11 @@ pub struct Options {
     /// main cost on bulk data (~2 ns a byte of JSON at level 1), which a machine without a
     /// spare core pays in the program's time; `off` trades that for a larger log.
     pub compress: u8,
+    /// Record the program's stdout/stderr writes and exit status; replay compares them (a
+    /// difference is a divergence). `verify-output=off` for programs that print what is not
+    /// meant to reproduce: nothing is recorded, or, replaying, the recorded output is passed
+    /// over.
+    pub verify_output: bool,
 }
 
 impl Default for Options {
@@ -57,6 +62,7 @@ impl Default for Options {
             flush: Duration::from_millis(100),
             timeout: Duration::from_secs(10),
             compress: 1,
+            verify_output: true,
         }
     }
 }
@@ -64,6 +70,7 @@ impl Default for Options {
 /// The keys this module understands (front ends may accept more of their own).
 pub const KEYS: &[&str] = &[
     "mode", "log", "policy", "order", "strict", "relaxed", "sync", "flush", "timeout", "compress",
+    "verify-output",
     "record", "replay", "off",
 ];
 
@@ -224,6 +231,10 @@ impl Options {
                 };
                 Ok(())
             }
+            "verify-output" => {
+                self.verify_output = parse_bool(key, v)?;
+                Ok(())
+            }
             _ => Err(OptError::Unknown(key.to_string())),
         }
     }
@@ -318,6 +329,10 @@ impl Options {
                 },
             ),
         ];
+        v.push((
+            "verify-output".into(),
+            if self.verify_output { "on" } else { "off" }.into(),
+        ));
         if let Some(l) = &self.log {
             v.insert(1, ("log".into(), l.clone()));
         }

@@ -18,7 +18,7 @@ use std::cell::{RefCell, UnsafeCell};
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -182,7 +182,12 @@ struct Inner {
     path: PathBuf,
     flush_every: Duration,
     dropped: AtomicU64,
+    /// The program's exit status for the trailer ([`Recorder::set_exit_status`]);
+    /// `NO_EXIT` when not known.
+    exit_status: AtomicI64,
 }
+
+const NO_EXIT: i64 = i64::MIN;
 
 /// Settings for [`Recorder::open`].
 pub struct RecordConfig {
@@ -243,6 +248,7 @@ impl Recorder {
             path: cfg.path.clone(),
             flush_every: cfg.flush,
             dropped: AtomicU64::new(0),
+            exit_status: AtomicI64::new(NO_EXIT),
         });
         let rec = Recorder {
             inner: inner.clone(),
@@ -647,6 +653,14 @@ impl Recorder {
         }
     }
 
+    /// The program's exit status, for the trailer: call before [`Self::finish`]. Replay
+    /// compares its own status with it.
+    pub fn set_exit_status(&self, status: i32) {
+        self.inner
+            .exit_status
+            .store(i64::from(status), Ordering::Relaxed);
+    }
+
     /// The first write error, if writing failed (the recording then stopped).
     pub fn failure(&self) -> Option<String> {
         self.inner.failure.lock().unwrap().clone()
@@ -886,7 +900,9 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
         if closing {
             let threads = inner.tables.lock().unwrap().next_thread;
             let Flusher { writer, .. } = f;
-            return writer.finish(threads).map_err(|e| {
+            let exit = inner.exit_status.load(Ordering::Relaxed);
+            let exit = (exit != NO_EXIT).then_some(exit as i32);
+            return writer.finish(threads, exit).map_err(|e| {
                 fail(
                     format!("cannot close {}: {e}", inner.path.display()),
                     &inner,

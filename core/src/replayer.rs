@@ -13,7 +13,7 @@
 
 use crate::error::LogError;
 use crate::event::Event;
-use crate::format::DecodedBatch;
+use crate::format::{DecodedBatch, HeaderInfo};
 use crate::options::Order;
 use crate::reader::{End, LogReader};
 use crate::report::{Actual, Divergence, DivergenceKind, ThreadState};
@@ -30,6 +30,10 @@ const NONE: u64 = u64::MAX;
 /// Decoded chunks the read-ahead thread may hold ready: enough to hide a chunk's decoding
 /// behind the replay of the one before, few enough that memory stays bounded for big logs.
 const READ_AHEAD: usize = 4;
+
+/// How long the cursor must stand still before a waiting thread asks whether the event it
+/// waits for was lost to a cut log (checking costs a look at every thread's queue).
+const CUT_CHECK: Duration = Duration::from_millis(100);
 
 /// What the read-ahead thread hands over: the outcome of one `LogReader::next_batch`.
 enum Msg {
@@ -142,6 +146,8 @@ struct Source {
     end: Option<End>,
     error: Option<String>,
     total: u64,
+    /// Events of [`ReplayConfig::skip`] kinds among `total`.
+    skippable: u64,
     /// recorded string id → live id
     map: Vec<u32>,
     /// recorded thread id → name (text), in id order
@@ -182,6 +188,12 @@ struct Inner {
     /// Set by the session when the policy made replay go live.
     gone_live: AtomicBool,
     phantoms: AtomicU64,
+    header: HeaderInfo,
+    /// Live ids of kinds replay passes over without the program asking for them (the
+    /// program's output when its verification is off): see [`ReplayConfig::skip`].
+    skip: Vec<u32>,
+    /// Events of `skip` kinds passed over so far.
+    skipped: AtomicU64,
 }
 
 struct Local {
@@ -244,6 +256,9 @@ pub struct ReplayConfig {
     pub path: PathBuf,
     pub order: Order,
     pub timeout: Duration,
+    /// Kinds whose events are passed over (consumed in their turn, never served, never left
+    /// over) when a thread's next event is of such a kind and the program asks for another.
+    pub skip: Vec<String>,
 }
 
 impl Replayer {
@@ -254,6 +269,9 @@ impl Replayer {
         // The first chunk is read here so that a log unreadable from its start fails at
         // start-up; the rest is read ahead on the reader thread.
         let first = Msg::read(&mut reader);
+        let header = reader.header().clone();
+        let mut live = Live::default();
+        let skip = cfg.skip.iter().map(|k| live.intern(k)).collect();
         let inner = Arc::new(Inner {
             gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
             path: cfg.path,
@@ -262,11 +280,12 @@ impl Replayer {
                 end: None,
                 error: None,
                 total: 0,
+                skippable: 0,
                 map: vec![0],
                 names: Vec::new(),
             }),
             queues: RwLock::new(HashMap::new()),
-            live: RwLock::new(Live::default()),
+            live: RwLock::new(live),
             cursor: AtomicU64::new(0),
             strict: cfg.order == Order::Strict,
             timeout: cfg.timeout,
@@ -275,6 +294,9 @@ impl Replayer {
             parked: AtomicU64::new(0),
             gone_live: AtomicBool::new(false),
             phantoms: AtomicU64::new(0),
+            header,
+            skip,
+            skipped: AtomicU64::new(0),
         });
         let r = Replayer { inner };
         {
@@ -305,6 +327,16 @@ impl Replayer {
 
     pub fn path(&self) -> &Path {
         &self.inner.path
+    }
+
+    /// The recorded log's header (runtime, program, argv, the recorder's options).
+    pub fn header(&self) -> &HeaderInfo {
+        &self.inner.header
+    }
+
+    /// Whether events of kind `k` are passed over ([`ReplayConfig::skip`]).
+    fn skips(&self, k: u32) -> bool {
+        !self.inner.skip.is_empty() && self.inner.skip.contains(&k)
     }
 
     /// Id of `text` in the live string table, the ids that [`Self::next`] compares.
@@ -375,6 +407,10 @@ impl Replayer {
                         e.site = lookup(&src.map, e.site);
                     }
                     src.total += run.events.len() as u64;
+                    if !self.inner.skip.is_empty() {
+                        src.skippable +=
+                            run.events.iter().filter(|e| self.skips(e.kind)).count() as u64;
+                    }
                     if let Some(q) = queues.get(&run.thread) {
                         q.handed
                             .fetch_add(run.events.len() as u64, Ordering::Relaxed);
@@ -506,16 +542,29 @@ impl Replayer {
                 digest,
                 context: None,
             };
-            let Some(seq) = self.peek(local).map(|e| e.seq) else {
-                let q = local.queue.clone();
-                return Err(self.divergence(
-                    DivergenceKind::Exhausted {
-                        recorded: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)),
-                    },
-                    local,
-                    None,
-                    actual,
-                ));
+            let seq = loop {
+                let Some((seq, k)) = self.peek(local).map(|e| (e.seq, e.kind)) else {
+                    let q = local.queue.clone();
+                    return Err(self.divergence(
+                        DivergenceKind::Exhausted {
+                            recorded: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)),
+                        },
+                        local,
+                        None,
+                        actual,
+                    ));
+                };
+                if k == kind || !self.skips(k) {
+                    break seq;
+                }
+                // Passed over in its turn, as if the program had asked for it.
+                if self.inner.strict {
+                    self.wait_turn(local, seq, k)?;
+                }
+                let _ = local.take();
+                self.consume(local, seq);
+                local.publish_front();
+                self.inner.skipped.fetch_add(1, Ordering::Relaxed);
             };
             if self.inner.strict {
                 self.wait_turn(local, seq, kind)?;
@@ -662,6 +711,10 @@ impl Replayer {
                     if k == kind {
                         break ev;
                     }
+                    if self.skips(k) {
+                        self.pass_over(local, ev.seq);
+                        continue;
+                    }
                     let _ = STASH
                         .try_with(|s| s.borrow_mut().entry((gen, k)).or_default().push_back(ev));
                 },
@@ -740,6 +793,8 @@ impl Replayer {
                 local.advance();
                 if k == kind {
                     out.push(ev);
+                } else if self.skips(k) {
+                    self.pass_over(local, ev.seq);
                 } else {
                     skipped += 1;
                     let _ = STASH
@@ -872,6 +927,29 @@ impl Replayer {
             .flatten()
     }
 
+    /// Per-kind replay ([`Self::next_of`]) read past an event of a kind it passes over: it
+    /// counts as consumed (the per-kind order does not wait for turns).
+    fn pass_over(&self, local: &mut Local, seq: u64) {
+        if let Some(q) = &local.queue {
+            q.consumed
+                .store(q.consumed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
+        self.inner.skipped.fetch_add(1, Ordering::Relaxed);
+        if self.inner.strict {
+            self.inner.cursor.fetch_max(seq + 1, Ordering::AcqRel);
+        }
+    }
+
+    /// Logical id and name of the calling thread, for reports (thread 0 when it is not bound).
+    pub fn caller(&self) -> (u32, String) {
+        self.current_thread().unwrap_or((0, "main".into()))
+    }
+
+    /// The number of events read from the log so far (all of them after [`Self::finish`]).
+    pub fn end_seq(&self) -> u64 {
+        self.inner.source.lock().unwrap().total
+    }
+
     /// Moves past the event at the cursor; the caller publishes the new front (once per call).
     fn consume(&self, local: &mut Local, seq: u64) {
         local.pos += 1;
@@ -974,6 +1052,22 @@ impl Replayer {
                 );
                 break Err(d.with_seq(seq));
             }
+            if since.elapsed() >= CUT_CHECK {
+                if let Some((offset, why)) = self.lost(c) {
+                    let d = self.divergence(
+                        DivergenceKind::Cut { offset, why },
+                        local,
+                        None,
+                        Actual {
+                            kind,
+                            site: 0,
+                            digest: None,
+                            context: None,
+                        },
+                    );
+                    break Err(d.with_seq(c));
+                }
+            }
             inner.parked.fetch_add(1, Ordering::AcqRel);
             let g = inner.park.lock().unwrap();
             if inner.cursor.load(Ordering::Acquire) < seq
@@ -988,6 +1082,28 @@ impl Replayer {
         };
         q.waiting_for.store(NONE, Ordering::Relaxed);
         result
+    }
+
+    /// Whether event `c`, which the cursor waits for, can never come because the log was cut
+    /// before it was written: the whole log is read, it ends in a cut, and no thread holds an
+    /// unconsumed event at or before `c`. While the log is not read to its end, reads one more
+    /// chunk toward knowing.
+    fn lost(&self, c: u64) -> Option<(u64, String)> {
+        let (offset, why) = {
+            let mut src = self.inner.source.lock().unwrap();
+            if src.reader.is_some() {
+                self.read_more(&mut src);
+                return None;
+            }
+            match &src.end {
+                Some(End::Cut { offset, why }) => (*offset, why.clone()),
+                _ => return None,
+            }
+        };
+        match self.first_left() {
+            Some((s, _)) if s <= c => None,
+            _ => Some((offset, why)),
+        }
     }
 
     fn thread_states(&self) -> Vec<ThreadState> {
@@ -1024,6 +1140,15 @@ impl Replayer {
         actual: Actual,
     ) -> Box<Divergence> {
         let cursor = self.inner.cursor.load(Ordering::Acquire);
+        // A thread past its last event in a log that was cut: the recording ends there; the
+        // program did nothing wrong that replay can tell.
+        let kind = match kind {
+            DivergenceKind::Exhausted { .. } => match self.end() {
+                Some(End::Cut { offset, why }) => DivergenceKind::Cut { offset, why },
+                _ => kind,
+            },
+            k => k,
+        };
         let mut d = Divergence {
             kind,
             seq: expected.as_ref().map(|e| e.seq).unwrap_or(cursor),
@@ -1037,6 +1162,7 @@ impl Replayer {
             actual,
             threads: Vec::new(),
             log: self.inner.path.clone(),
+            live: Vec::new(),
         };
         if matches!(
             d.kind,
@@ -1059,7 +1185,11 @@ impl Replayer {
             let mut src = self.inner.source.lock().unwrap();
             while self.read_more(&mut src) {}
         }
-        let total = self.inner.source.lock().unwrap().total;
+        let (total, skippable) = {
+            let src = self.inner.source.lock().unwrap();
+            (src.total, src.skippable)
+        };
+        let skipped = self.inner.skipped.load(Ordering::Relaxed);
         let consumed: u64 = self
             .inner
             .queues
@@ -1068,6 +1198,8 @@ impl Replayer {
             .values()
             .map(|q| q.consumed.load(Ordering::Relaxed))
             .sum();
+        // Events of passed-over kinds never count as left over.
+        let (total, consumed) = (total - skippable, consumed.saturating_sub(skipped));
         if consumed >= total {
             return Ok(());
         }
@@ -1182,6 +1314,7 @@ mod run_tests {
             path: p.to_path_buf(),
             order: Order::Strict,
             timeout: Duration::from_secs(2),
+            skip: Vec::new(),
         })
         .unwrap()
     }

@@ -27,6 +27,20 @@ pub enum DivergenceKind {
     Leftover { left: u64, total: u64 },
     /// Strict order: the cursor did not move for the bound while this thread waited.
     Stalled { cursor: u64, waited: Duration },
+    /// What the program wrote to `stream` differs from the recording at byte `offset` (line
+    /// `line`, from 1): `recorded` and `replayed` are that line as each run wrote it (a
+    /// phrase in parentheses when one run wrote nothing more).
+    Output {
+        stream: String,
+        offset: u64,
+        line: u64,
+        recorded: String,
+        replayed: String,
+    },
+    /// The program ended with another exit status than the recording's.
+    Exit { recorded: i32, replayed: i32 },
+    /// The log was cut (the recorder was killed) and the program went past its last event.
+    Cut { offset: u64, why: String },
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +69,10 @@ pub struct Divergence {
     pub actual_site: String,
     pub threads: Vec<ThreadState>,
     pub log: PathBuf,
+    /// What ran live by rule during the replay (class loading, children, ...), per kind, as
+    /// the front ends counted it: where to look when replay is faithful to every hooked call
+    /// and the program still went another way.
+    pub live: Vec<(String, u64)>,
 }
 
 impl Divergence {
@@ -88,7 +106,34 @@ impl Divergence {
                 waited.as_secs_f64(),
                 self.seq
             ),
+            DivergenceKind::Output {
+                stream, offset, line, ..
+            } => format!(
+                "the program's {stream} differs from the recording at byte {offset} (line {line})"
+            ),
+            DivergenceKind::Exit { recorded, replayed } => format!(
+                "the program exited with status {replayed}; the recording exited with {recorded}"
+            ),
+            DivergenceKind::Cut { .. } => format!(
+                "the recording ends at event #{}: the recorder was killed or cut there, and the program went on past it",
+                self.seq
+            ),
         }
+    }
+
+    /// The one-line form of a [`DivergenceKind::Cut`]: the whole report of a cut log, since
+    /// nothing went wrong in the replay itself.
+    pub fn cut_line(&self) -> Option<String> {
+        let DivergenceKind::Cut { offset, why } = &self.kind else {
+            return None;
+        };
+        Some(format!(
+            "replay: the recording ends at event #{} ({t} \"{}\" went on): the recorder was killed or cut ({} cut at byte {offset}: {why})",
+            self.seq,
+            self.thread_name,
+            self.log.display(),
+            t = format_args!("thread {}", self.thread_display()),
+        ))
     }
 
     fn thread_display(&self) -> String {
@@ -101,8 +146,18 @@ impl Divergence {
 
     /// The whole report. Re-reads the log for the events before the divergence.
     pub fn render(&self) -> String {
+        if let Some(line) = self.cut_line() {
+            return line + "\n";
+        }
         let mut s = String::new();
         let _ = writeln!(s, "replay: DIVERGENCE: {}", self.headline());
+        if let DivergenceKind::Output {
+            recorded, replayed, ..
+        } = &self.kind
+        {
+            let _ = writeln!(s, "  recorded: {recorded}");
+            let _ = writeln!(s, "  replayed: {replayed}");
+        }
         let digest = |d: Option<u64>| d.map(|d| format!(" [inputs {d:016x}]")).unwrap_or_default();
         let site = |s: &str| {
             if s.is_empty() {
@@ -171,6 +226,10 @@ impl Divergence {
                 );
             }
         }
+        if !self.live.is_empty() {
+            let list: Vec<String> = self.live.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            let _ = writeln!(s, "  ran live by rule in this replay: {}", list.join(", "));
+        }
         let _ = writeln!(
             s,
             "  next: replay dump {} --around {}",
@@ -215,6 +274,21 @@ fn events_before(log: &std::path::Path, seq: u64, n: u64) -> (Vec<String>, Optio
         }
     }
     (out, None)
+}
+
+/// Event `seq` of a log and its kind's name, read from the file.
+pub fn event_at(log: &std::path::Path, seq: u64) -> Option<(String, Event)> {
+    let reader = LogReader::open(log).ok()?;
+    let mut it = Ordered::new(reader);
+    while let Some(e) = it.next() {
+        if e.seq == seq {
+            return Some((it.reader.strings().name(e.kind).to_string(), e));
+        }
+        if e.seq > seq {
+            return None;
+        }
+    }
+    None
 }
 
 /// One event as a line of text (the format of `replay dump`).

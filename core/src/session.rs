@@ -1,27 +1,177 @@
 //! One process-wide record or replay session, as front ends use it: start from options,
-//! record or replay calls, apply the divergence policy, shut down.
+//! record or replay calls, check the program's output, shut down.
+//!
+//! # The verdict protocol
+//!
+//! The core decides what every replayed call gets, and never ends the process itself: each
+//! replay entry point returns a [`Verdict`] (serve this recorded event, run the call live, or
+//! stop the program with this exit status), and each front end applies verdicts in exactly
+//! one place, in the way its runtime can stop safely (C: flush stdio and `_exit`; Node:
+//! `process.exit` from JS; JVM: `exit` from the agent). The divergence policy is applied here
+//! and only here ([`Core::diverged`]), so its words and the exit status exist once.
+//!
+//! Once a divergence is reported under `abort`, every later replay call of every thread gets
+//! [`Verdict::Stop`] (after the report is fully written): no intercepted call runs live
+//! between the report and the end of the process.
+//!
+//! # Output verification
+//!
+//! Front ends that see the program's writes to stdout and stderr hand them to
+//! [`Core::output`]: recording stores them as events of the kinds in [`OUTPUT_KINDS`], replay
+//! compares each write with the recorded bytes as one byte stream per fd (so a write split
+//! differently still matches) and reports the first difference with its byte offset and line.
+//! The exit status goes into the log's trailer ([`Core::exit_status`]) and is compared at
+//! [`Core::shutdown`].
 
-use crate::event::Event;
+use crate::event::{Event, Payload};
 use crate::format::{HeaderInfo, PayloadRef};
 use crate::options::{expand_path, Mode, Options, Policy};
+use crate::reader::End;
 use crate::recorder::{RecordConfig, Recorder};
 use crate::replayer::{ReplayConfig, Replayer};
-use crate::report::{Divergence, DivergenceKind};
+use crate::report::{Actual, Divergence, DivergenceKind};
+use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 pub enum Session {
     Record(Recorder),
     Replay(Replayer),
 }
 
-/// Result of asking replay for a call's value.
-pub enum Replayed {
-    /// The recorded event: return its payload instead of running the call.
-    Event(Event),
-    /// Run the real call (replay went live under the `warn-live` policy, or there is no
-    /// recorded value to give under `warn-continue`).
+/// What the front end does with a replayed call (see the module comment).
+#[derive(Debug)]
+pub enum Verdict {
+    /// Give the program this recorded event instead of running the call.
+    Serve(Event),
+    /// Run the real call (not replaying, replay went live under `warn-live`, nothing
+    /// recorded to give under `warn-continue`); for a checked write: write it.
     Live,
+    /// Stop the program now with this exit status; the report is on stderr.
+    Stop(i32),
+}
+
+/// Exit status of a replay refused at start: the log was recorded by another runtime or
+/// program (the same status the CLI gives a log it cannot read).
+pub const EXIT_WRONG_LOG: i32 = 3;
+
+/// The program's output streams that replay verifies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout = 0,
+    Stderr = 1,
+}
+
+impl Stream {
+    /// The stream written through file descriptor `fd`, if it is 1 or 2.
+    pub fn from_fd(fd: i64) -> Option<Stream> {
+        match fd {
+            1 => Some(Stream::Stdout),
+            2 => Some(Stream::Stderr),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        ["stdout", "stderr"][self as usize]
+    }
+}
+
+/// Event kinds of the program's writes to stdout and stderr, indexed by [`Stream`].
+pub const OUTPUT_KINDS: [&str; 2] = ["output.stdout", "output.stderr"];
+
+/// What a front end tells [`Core::start`] about itself and the program.
+pub struct Frontend<'a> {
+    /// `"jvm"`, `"node"`, `"c"`: replay refuses a log of another runtime.
+    pub runtime: &'a str,
+    pub runtime_version: &'a str,
+    /// What the runtime runs, as the front end names it (the script of a Node process, the
+    /// main class or jar of a JVM, the executable's file name): replay refuses a log of
+    /// another program. Compared by file name, so `./app` and `/opt/app` are one program.
+    pub program: &'a str,
+    /// The log when none was given (record only; the path is announced on stderr).
+    pub default_log: &'a str,
+    /// Whether the front end hands the program's stdout/stderr writes to [`Core::output`]
+    /// and its exit status to [`Core::exit_status`].
+    pub output: bool,
+    /// Each kind is a stream of its own, in recorded order, without turns between kinds
+    /// (`Replayer::next_of`): single-threaded event loops (Node).
+    pub per_kind: bool,
+    /// The program's arguments for the header and the replay check, when they are not this
+    /// process's own (a launcher recording its child).
+    pub argv: Option<&'a [String]>,
+}
+
+/// Why a session did not start: one line, and the exit status the program must stop with
+/// when it must not run on (a log of another runtime or program).
+#[derive(Debug)]
+pub struct StartError {
+    pub message: String,
+    pub exit: Option<i32>,
+}
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<String> for StartError {
+    fn from(message: String) -> Self {
+        StartError {
+            message,
+            exit: None,
+        }
+    }
+}
+
+/// Replay's position in one output stream.
+#[derive(Default)]
+struct OutState {
+    /// Bytes verified so far, and the line they end on (from 1).
+    offset: u64,
+    line: u64,
+    /// The bytes since the last line feed before `offset` (at most [`TAIL`]): the start of
+    /// the line a difference is reported in.
+    tail: Vec<u8>,
+    /// A recorded write only partly matched so far: its event and how far.
+    pending: Option<(Event, usize)>,
+    /// A difference was reported: the rest of this stream is not compared.
+    failed: bool,
+}
+
+/// How much of a line a report quotes on either side of a difference.
+const TAIL: usize = 160;
+
+impl OutState {
+    fn advance(&mut self, bytes: &[u8]) {
+        self.offset += bytes.len() as u64;
+        match bytes.iter().rposition(|&b| b == b'\n') {
+            Some(i) => {
+                self.line += bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+                self.tail.clear();
+                self.tail.extend_from_slice(&bytes[i + 1..]);
+            }
+            None => self.tail.extend_from_slice(bytes),
+        }
+        if self.tail.len() > TAIL {
+            self.tail.drain(..self.tail.len() - TAIL);
+        }
+    }
+
+    /// The current line as one side wrote it: the common start, then `rest` up to its line
+    /// feed.
+    fn line_with(&self, rest: &[u8]) -> String {
+        let end = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .unwrap_or(rest.len())
+            .min(TAIL);
+        let mut line = self.tail.clone();
+        line.extend_from_slice(&rest[..end]);
+        format!("{:?}", String::from_utf8_lossy(&line))
+    }
 }
 
 pub struct Core {
@@ -29,32 +179,61 @@ pub struct Core {
     pub session: Session,
     pub log: PathBuf,
     divergences: AtomicU64,
+    /// The exit status of a [`Verdict::Stop`] once one was given (0: none).
+    stop: AtomicI32,
+    /// Held while a report is written: a thread that finds `stop` set waits on it, so the
+    /// process does not end in the middle of the report.
+    report: Mutex<()>,
+    per_kind: bool,
+    /// String ids of [`OUTPUT_KINDS`].
+    out_kinds: [u32; 2],
+    /// Replay: the output streams' positions, when the output is compared.
+    output: Option<Mutex<[OutState; 2]>>,
+    /// Replay: the exit status the front end saw.
+    exit: Mutex<Option<i32>>,
+    /// What ran live by rule, per kind ([`Core::ran_live`]).
+    live: Mutex<Vec<(&'static str, u64)>>,
+}
+
+/// The arguments that identify a run, without the agent options that differ between record
+/// and replay.
+fn comparable_argv(argv: &[String]) -> Vec<&str> {
+    argv.iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with("-agentpath:") && !a.starts_with("-agentlib:"))
+        .collect()
+}
+
+fn file_name(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
 }
 
 impl Core {
-    /// Starts a session, or returns `Ok(None)` in mode `off`. `default_log` is used when no
-    /// log was given (record only; the path is announced on stderr). Errors are one line.
-    pub fn start(
-        options: Options,
-        runtime: &str,
-        runtime_version: &str,
-        default_log: &str,
-    ) -> Result<Option<Core>, String> {
+    /// Starts a session, or returns `Ok(None)` in mode `off`. Errors are one line; an error
+    /// with an exit status (a log of another runtime or program) must stop the program.
+    pub fn start(mut options: Options, fe: &Frontend<'_>) -> Result<Option<Core>, StartError> {
+        // Output is only recorded or compared where the front end sees it.
+        options.verify_output &= fe.output;
         let log = match (&options.log, options.mode) {
             (_, Mode::Off) => return Ok(None),
             (Some(l), _) => expand_path(l),
             (None, Mode::Record) => {
-                let l = expand_path(default_log);
+                let l = expand_path(fe.default_log);
                 eprintln!("replay: recording to {l} (set the log option to choose the file)");
                 l
             }
-            (None, Mode::Replay) => return Err("replay mode needs a log to replay: set the log option (REPLAY_LOG=FILE or log=FILE)".into()),
+            (None, Mode::Replay) => return Err("replay mode needs a log to replay: set the log option (REPLAY_LOG=FILE or log=FILE)".to_string().into()),
         };
         let path = PathBuf::from(&log);
+        let mut checking = false;
         let session = match options.mode {
             Mode::Record => {
-                let header =
-                    HeaderInfo::for_this_process(runtime, runtime_version, options.describe());
+                let mut header =
+                    HeaderInfo::for_this_process(fe.runtime, fe.runtime_version, options.describe());
+                header.program = fe.program.to_string();
+                if let Some(argv) = fe.argv {
+                    header.argv = argv.to_vec();
+                }
                 let cfg = RecordConfig {
                     path: path.clone(),
                     header,
@@ -72,19 +251,85 @@ impl Core {
                     path: path.clone(),
                     order: options.order,
                     timeout: options.timeout,
+                    // Not comparing: the recorded writes are passed over in their turn.
+                    skip: if options.verify_output {
+                        Vec::new()
+                    } else {
+                        OUTPUT_KINDS.map(String::from).to_vec()
+                    },
                 };
-                Session::Replay(
-                    Replayer::open(cfg).map_err(|e| format!("cannot replay {log}: {e}"))?,
-                )
+                let r = Replayer::open(cfg).map_err(|e| format!("cannot replay {log}: {e}"))?;
+                Self::check_header(r.header(), &log, fe)?;
+                let recorded_output = r
+                    .header()
+                    .options
+                    .iter()
+                    .any(|(k, v)| k == "verify-output" && v == "on");
+                checking = options.verify_output && recorded_output;
+                if options.verify_output && !recorded_output {
+                    eprintln!("replay: note: {log} holds no output of the program (recorded with verify-output=off, or by an older version): output is not compared");
+                }
+                Session::Replay(r)
             }
             Mode::Off => unreachable!(),
         };
+        let intern = |s: &Session, t: &str| match s {
+            Session::Record(r) => r.intern(t),
+            Session::Replay(r) => r.intern(t),
+        };
+        let out_kinds = OUTPUT_KINDS.map(|k| intern(&session, k));
         Ok(Some(Core {
             options,
             session,
             log: path,
             divergences: AtomicU64::new(0),
+            stop: AtomicI32::new(0),
+            report: Mutex::new(()),
+            per_kind: fe.per_kind,
+            out_kinds,
+            output: checking.then(|| Mutex::new(Default::default())),
+            exit: Mutex::new(None),
+            live: Mutex::new(Vec::new()),
         }))
+    }
+
+    /// Refuses a log of another runtime or program (one line, exit status
+    /// [`EXIT_WRONG_LOG`]); warns when only the arguments differ.
+    fn check_header(h: &HeaderInfo, log: &str, fe: &Frontend<'_>) -> Result<(), StartError> {
+        let describe = |runtime: &str, program: &str| {
+            if program.is_empty() {
+                runtime.to_string()
+            } else {
+                format!("{runtime} running {program}")
+            }
+        };
+        let other_runtime = !h.runtime.is_empty() && h.runtime != fe.runtime;
+        let other_program = !h.program.is_empty()
+            && !fe.program.is_empty()
+            && file_name(&h.program) != file_name(fe.program);
+        if other_runtime || other_program {
+            return Err(StartError {
+                message: format!(
+                    "{log} was recorded by {}, but this is {}: replay it with the program that recorded it",
+                    describe(&h.runtime, &h.program),
+                    describe(fe.runtime, fe.program)
+                ),
+                exit: Some(EXIT_WRONG_LOG),
+            });
+        }
+        let now: Vec<String> = match fe.argv {
+            Some(a) => a.to_vec(),
+            None => std::env::args_os()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+        };
+        let (then, now) = (comparable_argv(&h.argv), comparable_argv(&now));
+        if !h.argv.is_empty() && then != now {
+            eprintln!(
+                "replay: warning: the program's arguments differ from the recording's: recorded {then:?}, now {now:?}"
+            );
+        }
+        Ok(())
     }
 
     pub fn mode(&self) -> Mode {
@@ -115,80 +360,334 @@ impl Core {
         }
     }
 
-    /// Replays one call, applying the policy to a divergence. `context` gives front-end
-    /// detail (a stack) for the report; it is only called when there is a divergence.
+    /// The exit status of the stop verdict given, once one was: every replay call gets it
+    /// from then on. Waits until the report that stopped replay is written.
+    #[inline]
+    pub fn stopped(&self) -> Option<i32> {
+        match self.stop.load(Ordering::Acquire) {
+            0 => None,
+            code => {
+                drop(self.report.lock().unwrap_or_else(|p| p.into_inner()));
+                Some(code)
+            }
+        }
+    }
+
+    /// Replays one call: the calling thread's next recorded event (the kind's next, for
+    /// per-kind front ends), checked against the call. `context` gives front-end detail (a
+    /// stack) for the report; it is only called when there is a divergence.
     pub fn replay(
         &self,
         kind: u32,
         site: u32,
         digest: Option<u64>,
         context: &dyn Fn() -> Option<String>,
-    ) -> Replayed {
+    ) -> Verdict {
         let Session::Replay(r) = &self.session else {
-            return Replayed::Live;
+            return Verdict::Live;
         };
-        if r.is_live() {
-            return Replayed::Live;
+        if let Some(code) = self.stopped() {
+            return Verdict::Stop(code);
         }
-        match r.next(kind, site, digest) {
-            Ok(e) => Replayed::Event(e),
-            Err(d) => {
-                let d = match context() {
-                    Some(c) => d.with_context(c),
-                    None => d,
-                };
-                let expected = d.expected.clone();
-                let stalled = matches!(d.kind, DivergenceKind::Stalled { .. });
-                self.diverged(&d);
-                match (self.options.policy, expected) {
-                    (Policy::WarnContinue, Some(e)) if !stalled => Replayed::Event(e),
-                    _ => Replayed::Live,
-                }
-            }
+        if r.is_live() {
+            return Verdict::Live;
+        }
+        let got = if self.per_kind {
+            r.next_of(kind, site, digest)
+        } else {
+            r.next(kind, site, digest)
+        };
+        match got {
+            Ok(e) => Verdict::Serve(e),
+            Err(d) => self.diverged(with_context(d, context)),
         }
     }
 
-    /// Reports a divergence and applies the policy: `abort` exits the process with
-    /// [`crate::EXIT_DIVERGENCE`]; `warn-live` switches replay to live calls.
-    pub fn diverged(&self, d: &Divergence) {
+    /// Reports a divergence and applies the policy: the one place where that happens, for
+    /// the core's own checks and the front ends' (a payload that does not fit the call, a
+    /// shortfall a front end counts itself). `abort`: [`Verdict::Stop`] with
+    /// [`crate::EXIT_DIVERGENCE`], and every later call gets it too; `warn-live`: replay goes
+    /// live; `warn-continue`: the recorded event when there is one (a stall or a cut log go
+    /// live).
+    pub fn diverged(&self, mut d: Box<Divergence>) -> Verdict {
+        if let Some(code) = self.stopped() {
+            // Found while another thread's report stopped replay: that report says it all.
+            return Verdict::Stop(code);
+        }
         self.divergences.fetch_add(1, Ordering::Relaxed);
-        let mut text = d.render();
-        match self.options.policy {
+        d.live = self.live_counts();
+        let guard = self.report.lock().unwrap_or_else(|p| p.into_inner());
+        let expected = d.expected.clone();
+        let go_live = matches!(
+            d.kind,
+            DivergenceKind::Stalled { .. } | DivergenceKind::Cut { .. }
+        );
+        let (verdict, note) = match self.options.policy {
             Policy::Abort => {
-                text += &format!(
-                    "  (policy abort: exiting with status {})\n",
-                    crate::EXIT_DIVERGENCE
-                );
-                eprint!("{text}");
-                std::process::exit(crate::EXIT_DIVERGENCE);
+                // Set before the report is written, so that no other thread's call runs
+                // live meanwhile: it waits for the report (`stopped`), then stops too.
+                self.stop
+                    .store(crate::EXIT_DIVERGENCE, Ordering::Release);
+                (
+                    Verdict::Stop(crate::EXIT_DIVERGENCE),
+                    format!(
+                        "(policy abort: exiting with status {})",
+                        crate::EXIT_DIVERGENCE
+                    ),
+                )
             }
-            Policy::WarnLive => {
-                text += "  (policy warn-live: the program now runs live)\n";
-                eprint!("{text}");
-                if let Session::Replay(r) = &self.session {
+            Policy::WarnLive => (
+                Verdict::Live,
+                "(policy warn-live: the program now runs live)".to_string(),
+            ),
+            Policy::WarnContinue => (
+                match expected {
+                    Some(e) if !go_live => Verdict::Serve(e),
+                    _ => Verdict::Live,
+                },
+                if go_live {
+                    "(policy warn-continue: nothing recorded is left to give; the program now runs live)"
+                } else {
+                    "(policy warn-continue: replay goes on)"
+                }
+                .to_string(),
+            ),
+        };
+        if matches!(verdict, Verdict::Live) {
+            if let Session::Replay(r) = &self.session {
+                if self.options.policy == Policy::WarnLive || go_live {
                     r.go_live();
                 }
             }
-            Policy::WarnContinue => {
-                text += "  (policy warn-continue: replay goes on)\n";
-                eprint!("{text}");
-                if matches!(d.kind, DivergenceKind::Stalled { .. }) {
-                    if let Session::Replay(r) = &self.session {
-                        r.go_live();
-                    }
-                }
-            }
         }
+        let text = match d.cut_line() {
+            Some(line) => format!("{line} {note}\n"),
+            None => format!("{}  {note}\n", d.render()),
+        };
+        eprint!("{text}");
+        drop(guard);
+        verdict
     }
 
     pub fn divergences(&self) -> u64 {
         self.divergences.load(Ordering::Relaxed)
     }
 
-    /// Record: flush and close the log. Replay: check that every recorded event was used
-    /// (leftovers are a divergence, handled by the policy). Errors are one line.
-    pub fn shutdown(&self) -> Result<(), String> {
+    /// Counts one thing the front end let run live by rule during a replay (a read while
+    /// loading a class, a child process, a worker): the reports list them per kind.
+    pub fn ran_live(&self, what: &'static str) {
+        if !matches!(self.session, Session::Replay(_)) {
+            return;
+        }
+        let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        match live.iter_mut().find(|(k, _)| *k == what) {
+            Some((_, n)) => *n += 1,
+            None => live.push((what, 1)),
+        }
+    }
+
+    fn live_counts(&self) -> Vec<(String, u64)> {
+        let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+        live.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+    }
+
+    /// Whether the program's writes to stdout/stderr go to [`Self::output`]: recording with
+    /// output verification on, or replaying a log that holds the output with it on.
+    pub fn wants_output(&self) -> bool {
         match &self.session {
+            Session::Record(_) => self.options.verify_output,
+            Session::Replay(_) => self.output.is_some(),
+        }
+    }
+
+    /// A write of the program to `stream`. Recording: stored as an event. Replay: compared
+    /// with what the recording wrote at this point of the stream; the first difference is a
+    /// divergence ([`Verdict::Stop`] under `abort`). Any other verdict means: write it.
+    /// `context` (the stack of the write) is only called for a report.
+    pub fn output(
+        &self,
+        stream: Stream,
+        bytes: &[u8],
+        context: &dyn Fn() -> Option<String>,
+    ) -> Verdict {
+        let r = match &self.session {
+            Session::Record(r) => {
+                if self.options.verify_output && !bytes.is_empty() {
+                    r.record(
+                        self.out_kinds[stream as usize],
+                        0,
+                        None,
+                        PayloadRef::Bytes(bytes),
+                    );
+                }
+                return Verdict::Live;
+            }
+            Session::Replay(r) => r,
+        };
+        let Some(output) = &self.output else {
+            return Verdict::Live;
+        };
+        if let Some(code) = self.stopped() {
+            return Verdict::Stop(code);
+        }
+        if r.is_live() || bytes.is_empty() {
+            return Verdict::Live;
+        }
+        let kind = self.out_kinds[stream as usize];
+        let mut streams = output.lock().unwrap_or_else(|p| p.into_inner());
+        let st = &mut streams[stream as usize];
+        if st.failed {
+            return Verdict::Live;
+        }
+        let mut rest = bytes;
+        while !rest.is_empty() {
+            let (event, pos) = match st.pending.take() {
+                Some(p) => p,
+                None => {
+                    let got = if self.per_kind {
+                        r.next_of(kind, 0, None)
+                    } else {
+                        r.next(kind, 0, None)
+                    };
+                    match got {
+                        Ok(e) => (e, 0),
+                        Err(d) => {
+                            st.failed = true;
+                            let d = self.output_gone(d, stream, st, rest);
+                            drop(streams);
+                            return self.diverged(with_context(d, context));
+                        }
+                    }
+                }
+            };
+            let recorded: &[u8] = match &event.payload {
+                Payload::Bytes { data } => &data[pos.min(data.len())..],
+                _ => &[],
+            };
+            let n = recorded.len().min(rest.len());
+            if let Some(i) = (0..n).find(|&i| recorded[i] != rest[i]) {
+                st.advance(&rest[..i]);
+                let d = self.output_differs(
+                    &event,
+                    stream,
+                    st,
+                    st.line_with(&recorded[i..]),
+                    st.line_with(&rest[i..]),
+                );
+                st.failed = true;
+                drop(streams);
+                return self.diverged(with_context(d, context));
+            }
+            st.advance(&rest[..n]);
+            rest = &rest[n..];
+            if n < recorded.len() {
+                st.pending = Some((event, pos + n));
+            }
+        }
+        Verdict::Live
+    }
+
+    /// A divergence at the current position of an output stream.
+    fn output_differs(
+        &self,
+        at: &Event,
+        stream: Stream,
+        st: &OutState,
+        recorded: String,
+        replayed: String,
+    ) -> Box<Divergence> {
+        let (thread, thread_name) = match &self.session {
+            Session::Replay(r) => r.caller(),
+            Session::Record(_) => (at.thread, String::new()),
+        };
+        Box::new(Divergence {
+            kind: DivergenceKind::Output {
+                stream: stream.name().into(),
+                offset: st.offset,
+                line: st.line + 1,
+                recorded,
+                replayed,
+            },
+            seq: at.seq,
+            thread,
+            thread_name,
+            expected: None,
+            expected_kind: None,
+            expected_site: None,
+            actual: Actual {
+                kind: self.out_kinds[stream as usize],
+                site: 0,
+                digest: None,
+                context: None,
+            },
+            actual_kind: String::new(),
+            actual_site: String::new(),
+            threads: Vec::new(),
+            log: self.log.clone(),
+            live: Vec::new(),
+        })
+    }
+
+    /// The recording has no more writes where the program writes `rest`: past the recorded
+    /// stream's end, an output report; another recorded call there, the core's report of it.
+    fn output_gone(
+        &self,
+        d: Box<Divergence>,
+        stream: Stream,
+        st: &OutState,
+        rest: &[u8],
+    ) -> Box<Divergence> {
+        match d.kind {
+            DivergenceKind::Exhausted { .. } => {
+                let at = Event {
+                    seq: d.seq,
+                    thread: d.thread,
+                    kind: 0,
+                    site: 0,
+                    digest: None,
+                    payload: Payload::None,
+                };
+                self.output_differs(
+                    &at,
+                    stream,
+                    st,
+                    format!("(nothing: the recorded {} ends here)", stream.name()),
+                    st.line_with(rest),
+                )
+            }
+            _ => {
+                let mut d = d;
+                d.actual.context = Some(format!(
+                    "the program wrote to {} (byte {}, line {}): {}",
+                    stream.name(),
+                    st.offset,
+                    st.line + 1,
+                    st.line_with(rest)
+                ));
+                d
+            }
+        }
+    }
+
+    /// The program's exit status. Recording: goes into the log's trailer. Replay: compared
+    /// with the recorded one at [`Self::shutdown`].
+    pub fn exit_status(&self, status: i32) {
+        if !self.options.verify_output {
+            return;
+        }
+        match &self.session {
+            Session::Record(r) => r.set_exit_status(status),
+            Session::Replay(_) => *self.exit.lock().unwrap_or_else(|p| p.into_inner()) = Some(status),
+        }
+    }
+
+    /// Record: flush and close the log. Replay: check that every recorded event was used,
+    /// all recorded output written and the exit status the same; a difference is a
+    /// divergence under the policy, whose verdict is returned ([`Verdict::Stop`]: end the
+    /// process with that status). `Err` is one line to print (the log could not be written,
+    /// or replay diverged under a policy that let it go on).
+    pub fn shutdown(&self) -> Result<Verdict, String> {
+        let r = match &self.session {
             Session::Record(r) => {
                 let dropped = r.dropped();
                 r.finish()
@@ -199,17 +698,116 @@ impl Core {
                         "replay: {dropped} events came after the log was closed and are not in it"
                     );
                 }
-                Ok(())
+                return Ok(Verdict::Live);
             }
-            Session::Replay(r) => {
-                if let Err(d) = r.finish() {
-                    self.diverged(&d);
-                }
-                if self.divergences() > 0 {
-                    return Err(format!("replay diverged {} time(s)", self.divergences()));
-                }
-                Ok(())
+            Session::Replay(r) => r,
+        };
+        if let Some(code) = self.stopped() {
+            return Ok(Verdict::Stop(code));
+        }
+        let verdict = self.check_end(r);
+        if let Verdict::Stop(_) = verdict {
+            return Ok(verdict);
+        }
+        if self.divergences() > 0 {
+            return Err(format!("replay diverged {} time(s)", self.divergences()));
+        }
+        Ok(Verdict::Live)
+    }
+
+    fn check_end(&self, r: &Replayer) -> Verdict {
+        if r.is_live() {
+            return Verdict::Live;
+        }
+        // Recorded output the program did not write, part of a write first.
+        if let Some(output) = &self.output {
+            let mut streams = output.lock().unwrap_or_else(|p| p.into_inner());
+            for (i, st) in streams.iter_mut().enumerate() {
+                let Some((event, pos)) = st.pending.take() else {
+                    continue;
+                };
+                let stream = [Stream::Stdout, Stream::Stderr][i];
+                let rest = match &event.payload {
+                    Payload::Bytes { data } => data[pos.min(data.len())..].to_vec(),
+                    _ => Vec::new(),
+                };
+                let d = self.output_differs(
+                    &event,
+                    stream,
+                    st,
+                    st.line_with(&rest),
+                    "(nothing: the program ended)".into(),
+                );
+                drop(streams);
+                return self.diverged(d);
             }
         }
+        if let Err(d) = r.finish() {
+            let d = self.leftover_output(&d).unwrap_or(d);
+            return self.diverged(d);
+        }
+        let recorded = match r.end() {
+            Some(End::Complete(t)) => t.exit_status,
+            _ => None,
+        };
+        let replayed = *self.exit.lock().unwrap_or_else(|p| p.into_inner());
+        if let (Some(recorded), Some(replayed)) = (recorded, replayed) {
+            if recorded != replayed {
+                let (thread, thread_name) = r.caller();
+                return self.diverged(Box::new(Divergence {
+                    kind: DivergenceKind::Exit { recorded, replayed },
+                    seq: r.end_seq(),
+                    thread,
+                    thread_name,
+                    expected: None,
+                    expected_kind: None,
+                    expected_site: None,
+                    actual: Actual {
+                        kind: 0,
+                        site: 0,
+                        digest: None,
+                        context: None,
+                    },
+                    actual_kind: String::new(),
+                    actual_site: String::new(),
+                    threads: Vec::new(),
+                    log: self.log.clone(),
+                    live: Vec::new(),
+                }));
+            }
+        }
+        Verdict::Live
+    }
+
+    /// Events left over whose first is a recorded write: said as output the program never
+    /// wrote, at its place in the stream.
+    fn leftover_output(&self, d: &Divergence) -> Option<Box<Divergence>> {
+        let output = self.output.as_ref()?;
+        let DivergenceKind::Leftover { .. } = d.kind else {
+            return None;
+        };
+        let (kind, event) = crate::report::event_at(&self.log, d.seq)?;
+        let i = OUTPUT_KINDS.iter().position(|k| *k == kind)?;
+        let stream = [Stream::Stdout, Stream::Stderr][i];
+        let streams = output.lock().unwrap_or_else(|p| p.into_inner());
+        let st = &streams[i];
+        let data = match &event.payload {
+            Payload::Bytes { data } => data.as_slice(),
+            _ => &[],
+        };
+        Some(self.output_differs(
+            &event,
+            stream,
+            st,
+            st.line_with(data),
+            "(nothing: the program ended)".into(),
+        ))
+    }
+}
+
+fn with_context(d: Box<Divergence>, context: &dyn Fn() -> Option<String>) -> Box<Divergence> {
+    match context() {
+        Some(c) => d.with_context(c),
+        None => d,
     }
 }

@@ -18,6 +18,8 @@ pub struct HeaderInfo {
     pub start_time_unix_ns: i64,
     pub recorder_version: String,
     pub options: Vec<(String, String)>,
+    /// What the runtime ran (script, main class, executable); empty when not known.
+    pub program: String,
 }
 
 impl HeaderInfo {
@@ -43,6 +45,7 @@ impl HeaderInfo {
             start_time_unix_ns: unix_now_ns(),
             recorder_version: env!("CARGO_PKG_VERSION").into(),
             options,
+            program: String::new(),
         }
     }
 
@@ -63,12 +66,13 @@ impl HeaderInfo {
             h.set_pid(self.pid);
             h.set_start_time_unix_ns(self.start_time_unix_ns);
             h.set_recorder_version(self.recorder_version.as_str());
-            let mut opts = h.init_options(self.options.len() as u32);
+            let mut opts = h.reborrow().init_options(self.options.len() as u32);
             for (i, (k, v)) in self.options.iter().enumerate() {
                 let mut kv = opts.reborrow().get(i as u32);
                 kv.set_key(k.as_str());
                 kv.set_value(v.as_str());
             }
+            h.set_program(self.program.as_str());
         }
         capnp::serialize::write_message_to_words(&msg)
     }
@@ -103,6 +107,7 @@ impl HeaderInfo {
             start_time_unix_ns: h.get_start_time_unix_ns(),
             recorder_version: text(h.get_recorder_version())?,
             options,
+            program: text(h.get_program())?,
         })
     }
 }
@@ -115,6 +120,8 @@ pub struct TrailerInfo {
     pub end_time_unix_ns: i64,
     pub file_crc32c: u32,
     pub threads: u32,
+    /// The program's exit status, when the front end told the recorder before closing.
+    pub exit_status: Option<i32>,
 }
 
 impl TrailerInfo {
@@ -127,6 +134,10 @@ impl TrailerInfo {
             t.set_end_time_unix_ns(self.end_time_unix_ns);
             t.set_file_crc32c(self.file_crc32c);
             t.set_threads(self.threads);
+            if let Some(s) = self.exit_status {
+                t.set_exit_known(true);
+                t.set_exit_status(s);
+            }
         }
         capnp::serialize::write_message_to_words(&msg)
     }
@@ -144,6 +155,7 @@ impl TrailerInfo {
             end_time_unix_ns: t.get_end_time_unix_ns(),
             file_crc32c: t.get_file_crc32c(),
             threads: t.get_threads(),
+            exit_status: t.get_exit_known().then(|| t.get_exit_status()),
         })
     }
 }
