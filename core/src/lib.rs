@@ -42,8 +42,8 @@ pub use options::{Mode, Options, Order, Policy};
 pub use reader::{End, LogReader, Ordered};
 pub use recorder::{RecordConfig, Recorder};
 pub use replayer::{ReplayConfig, Replayer};
-pub use session::{Core, Frontend, Stream, Verdict};
 pub use report::Divergence;
+pub use session::{Core, Frontend, Stream, Verdict};
 
 /// Exit status of a replayed program stopped by a divergence under the `abort` policy.
 pub const EXIT_DIVERGENCE: i32 = 86;

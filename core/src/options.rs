@@ -69,9 +69,20 @@ impl Default for Options {
 
 /// The keys this module understands (front ends may accept more of their own).
 pub const KEYS: &[&str] = &[
-    "mode", "log", "policy", "order", "strict", "relaxed", "sync", "flush", "timeout", "compress",
+    "mode",
+    "log",
+    "policy",
+    "order",
+    "strict",
+    "relaxed",
+    "sync",
+    "flush",
+    "timeout",
+    "compress",
     "verify-output",
-    "record", "replay", "off",
+    "record",
+    "replay",
+    "off",
 ];
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -189,10 +189,15 @@ pub struct Core {
     out_kinds: [u32; 2],
     /// Replay: the output streams' positions, when the output is compared.
     output: Option<Mutex<[OutState; 2]>>,
+    /// Replay: the log holds output that is not compared (`verify-output=off`): each write
+    /// passes over a recorded one in its turn.
+    passing: bool,
     /// Replay: the exit status the front end saw.
     exit: Mutex<Option<i32>>,
     /// What ran live by rule, per kind ([`Core::ran_live`]).
     live: Mutex<Vec<(&'static str, u64)>>,
+    /// The text of the last report written.
+    last: Mutex<Option<String>>,
 }
 
 /// The arguments that identify a run, without the agent options that differ between record
@@ -226,10 +231,14 @@ impl Core {
         };
         let path = PathBuf::from(&log);
         let mut checking = false;
+        let mut passing = false;
         let session = match options.mode {
             Mode::Record => {
-                let mut header =
-                    HeaderInfo::for_this_process(fe.runtime, fe.runtime_version, options.describe());
+                let mut header = HeaderInfo::for_this_process(
+                    fe.runtime,
+                    fe.runtime_version,
+                    options.describe(),
+                );
                 header.program = fe.program.to_string();
                 if let Some(argv) = fe.argv {
                     header.argv = argv.to_vec();
@@ -266,6 +275,7 @@ impl Core {
                     .iter()
                     .any(|(k, v)| k == "verify-output" && v == "on");
                 checking = options.verify_output && recorded_output;
+                passing = !options.verify_output && fe.output && recorded_output;
                 if options.verify_output && !recorded_output {
                     eprintln!("replay: note: {log} holds no output of the program (recorded with verify-output=off, or by an older version): output is not compared");
                 }
@@ -288,8 +298,10 @@ impl Core {
             per_kind: fe.per_kind,
             out_kinds,
             output: checking.then(|| Mutex::new(Default::default())),
+            passing,
             exit: Mutex::new(None),
             live: Mutex::new(Vec::new()),
+            last: Mutex::new(None),
         }))
     }
 
@@ -465,8 +477,14 @@ impl Core {
             None => format!("{}  {note}\n", d.render()),
         };
         eprint!("{text}");
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(text);
         drop(guard);
         verdict
+    }
+
+    /// The last divergence report written to stderr, as written.
+    pub fn last_report(&self) -> Option<String> {
+        self.last.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     pub fn divergences(&self) -> u64 {
@@ -496,7 +514,7 @@ impl Core {
     pub fn wants_output(&self) -> bool {
         match &self.session {
             Session::Record(_) => self.options.verify_output,
-            Session::Replay(_) => self.output.is_some(),
+            Session::Replay(_) => self.output.is_some() || self.passing,
         }
     }
 
@@ -524,12 +542,17 @@ impl Core {
             }
             Session::Replay(r) => r,
         };
-        let Some(output) = &self.output else {
-            return Verdict::Live;
-        };
         if let Some(code) = self.stopped() {
             return Verdict::Stop(code);
         }
+        let Some(output) = &self.output else {
+            if self.passing && !self.per_kind && !r.is_live() {
+                if let Err(d) = r.pass_over_next() {
+                    return self.diverged(with_context(d, context));
+                }
+            }
+            return Verdict::Live;
+        };
         if r.is_live() || bytes.is_empty() {
             return Verdict::Live;
         }
@@ -677,7 +700,9 @@ impl Core {
         }
         match &self.session {
             Session::Record(r) => r.set_exit_status(status),
-            Session::Replay(_) => *self.exit.lock().unwrap_or_else(|p| p.into_inner()) = Some(status),
+            Session::Replay(_) => {
+                *self.exit.lock().unwrap_or_else(|p| p.into_inner()) = Some(status)
+            }
         }
     }
 
