@@ -23,7 +23,7 @@
 //! no Cleaner is registered and `close` has nothing to close) and tags it; its reads copy the
 //! recorded bytes. A recorded exception is thrown again, same class and message.
 
-use crate::{agent, clear_exception, fsmeta, guarded, java_stack, nio, Agent};
+use crate::{agent, apply, clear_exception, fsmeta, guarded, java_stack, nio, output, Agent};
 use jni::objects::{JByteArray, JClass, JFieldID, JObject, JString, JThrowable};
 use jni::signature::{Primitive, ReturnType};
 use jni::sys::{
@@ -31,7 +31,7 @@ use jni::sys::{
 };
 use jni::JNIEnv;
 use replay_core::guard::HookGuard;
-use replay_core::session::{Replayed, Session};
+use replay_core::session::Session;
 use replay_core::{Payload, PayloadRef};
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -49,7 +49,7 @@ const DISPATCHER: &[&str] = &[
 ];
 
 /// Number of wrapped natives.
-pub const COUNT: usize = 38;
+pub const COUNT: usize = 41;
 
 /// The wrapped natives, in kind order: (declaring classes, names on JDK 17 / later JDKs,
 /// descriptor).
@@ -114,6 +114,10 @@ const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
     (UND, &["fdopendir"], "(I)J"),
     (UND, &["readdir", "readdir0"], "(J)[B"),
     (UND, &["closedir"], "(J)V"),
+    // The program's output (src/output.rs): writes reaching fd 1/2, and the exit status.
+    (&["Ljava/io/FileOutputStream;"], &["writeBytes"], "([BIIZ)V"),
+    (&["Ljava/io/FileOutputStream;"], &["write"], "(IZ)V"),
+    (&["Ljava/lang/Shutdown;"], &["halt0"], "(I)V"),
 ];
 
 /// Kind names, indexed like [`NATIVES`].
@@ -157,6 +161,10 @@ pub const KINDS: [&str; COUNT] = [
     "sun.nio.fs.UnixNativeDispatcher.fdopendir",
     "sun.nio.fs.UnixNativeDispatcher.readdir",
     "sun.nio.fs.UnixNativeDispatcher.closedir",
+    // Never event kinds: output events are the core's `output.stdout`/`output.stderr`.
+    "java.io.FileOutputStream.writeBytes",
+    "java.io.FileOutputStream.write",
+    "java.lang.Shutdown.halt",
 ];
 const OPEN: usize = 0;
 const READ: usize = 1;
@@ -196,6 +204,9 @@ pub(crate) const NIO_OPENDIR: usize = 34;
 pub(crate) const NIO_FDOPENDIR: usize = 35;
 pub(crate) const NIO_READDIR: usize = 36;
 pub(crate) const NIO_CLOSEDIR: usize = 37;
+pub(crate) const OUT_WRITE_BYTES: usize = 38;
+pub(crate) const OUT_WRITE: usize = 39;
+pub(crate) const HALT: usize = 40;
 /// `RandomAccessFile`'s mode bit for "r": only read-only opens are events (a file opened for
 /// writing must really be open in replay, so it stays live).
 const RAF_O_RDONLY: jint = 1;
@@ -261,7 +272,10 @@ fn wrapper(i: usize) -> *mut c_void {
         NIO_OPENDIR => nio::opendir0 as nio::OpendirFn as *mut c_void,
         NIO_FDOPENDIR => nio::fdopendir as nio::FdopendirFn as *mut c_void,
         NIO_READDIR => nio::readdir as nio::ReaddirFn as *mut c_void,
-        _ => nio::closedir as nio::ClosedirFn as *mut c_void,
+        NIO_CLOSEDIR => nio::closedir as nio::ClosedirFn as *mut c_void,
+        OUT_WRITE_BYTES => output::write_bytes as output::WriteBytesFn as *mut c_void,
+        OUT_WRITE => output::write as output::WriteFn as *mut c_void,
+        _ => output::halt0 as output::HaltFn as *mut c_void,
     }
 }
 
@@ -407,6 +421,9 @@ pub(crate) fn begin<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
         return None;
     }
     if !r.ok()?.z().ok()? {
+        // After VMInit fileEvent says no only for a JDK service thread (or once the agent
+        // stopped at VMDeath): its file calls run live in replay too.
+        a.core.ran_live("file calls of JDK service threads");
         return None;
     }
     Some(Call {
@@ -500,8 +517,8 @@ pub(crate) struct Outcome {
 pub(crate) fn replay_one(c: &mut Call, i: usize, digest: u64) -> Option<Outcome> {
     let env = std::cell::RefCell::new(&mut c.env);
     let stack = || java_stack(c.a, &mut env.borrow_mut());
-    match c.a.core.replay(c.a.files[i], 0, Some(digest), &stack) {
-        Replayed::Event(e) => match e.payload {
+    match apply(c.a.core.replay(c.a.files[i], 0, Some(digest), &stack)) {
+        Some(e) => match e.payload {
             Payload::Ret { ret, errno, data } => Some(Outcome {
                 ret,
                 thrown: errno != 0,
@@ -520,7 +537,7 @@ pub(crate) fn replay_one(c: &mut Call, i: usize, digest: u64) -> Option<Outcome>
                 None
             }
         },
-        Replayed::Live => None,
+        None => None,
     }
 }
 
@@ -549,6 +566,17 @@ pub(crate) fn record_one(
 
 fn stream_digest(stream: jlong, arg: i64) -> u64 {
     replay_core::digest(&[&stream.to_le_bytes(), &arg.to_le_bytes()])
+}
+
+/// What [`Core::ran_live`](replay_core::session::Core::ran_live) counts for file calls left
+/// live because class loading (or the JDK reading its own files) makes them.
+pub(crate) const LIVE_CLASS_LOADING: &str = "class-loading file calls (class path, java.home)";
+
+/// Counts one call let through live by rule (replay only; the core ignores it in record).
+pub(crate) fn a_live(what: &'static str) {
+    if let Some(a) = agent() {
+        a.core.ran_live(what);
+    }
 }
 
 /// Class files and jars are read by class loading, which must stay live.
@@ -586,6 +614,7 @@ fn open_stream(raw: *mut RawJniEnv, this: jobject, path: jstring, i: usize, live
         let p = unsafe { JString::from_raw(path) };
         let name: String = env.get_string(&p).ok()?.into();
         if is_class_path(&name) {
+            a_live(LIVE_CLASS_LOADING);
             return None;
         }
         let mut c = begin(raw)?;

@@ -148,7 +148,16 @@ fn event_path(raw: *mut RawJniEnv, file: jobject) -> Option<String> {
     let name: Option<String> = env.get_string(&p).ok().map(Into::into);
     let _ = env.delete_local_ref(p);
     let name = name?;
-    (!stays_live(&name, live_roots())).then_some(name)
+    (!stays_live_counted(&name)).then_some(name)
+}
+
+/// [`stays_live`] for a call about to be made, counted as run live by rule when it is.
+pub(crate) fn stays_live_counted(path: &str) -> bool {
+    let live = stays_live(path, live_roots());
+    if live {
+        crate::fileio::a_live(crate::fileio::LIVE_CLASS_LOADING);
+    }
+    live
 }
 
 /// The input digest of a call on a path (java.io here, NIO in src/nio.rs): the path and the

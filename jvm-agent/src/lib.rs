@@ -28,6 +28,7 @@ mod fsmeta;
 mod jimage;
 mod jvmti;
 mod nio;
+mod output;
 
 use jni::objects::{GlobalRef, JClass, JLongArray, JObject, JString};
 use jni::sys::{jclass, jint, jlong, jlongArray, jobject, JNIEnv as RawJniEnv, JavaVM};
@@ -36,7 +37,7 @@ use jvmti::jthread;
 use jvmti::{Callbacks, Capabilities, Jvmti, RawEnv};
 use replay_core::guard::HookGuard;
 use replay_core::options::{Mode, Options};
-use replay_core::session::{Core, Replayed, Session};
+use replay_core::session::{Core, Frontend, Session, Verdict};
 use replay_core::{Payload, PayloadRef};
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_uchar, c_void, CStr};
@@ -65,6 +66,8 @@ struct Agent {
     kinds: [u32; 3],
     /// Kinds of the FileInputStream calls, indexed like `fileio::KINDS`.
     files: [u32; fileio::KINDS.len()],
+    /// Kinds of the output events, indexed by `Stream` (for reports made here).
+    outs: [u32; 2],
     /// The hook class, once defined at VMStart. Until then no class is rewritten.
     hooks: OnceLock<GlobalRef>,
     /// Where the class cache lives (`cache=`), see [`cache`].
@@ -156,12 +159,55 @@ fn internal_error(env: Option<&mut JNIEnv>, why: &str) {
     }
     if a.core.mode() == Mode::Replay {
         eprintln!("replay: internal error: {why}; replay cannot go on");
-        std::process::exit(1);
+        stop(1);
     }
     eprintln!("replay: internal error: {why}; recording stopped, the program runs on");
     if let (Some(env), Some(h)) = (env, a.hooks.get()) {
         let _ = call_static(env, h, "stop", "()V");
     }
+}
+
+/// Applies the core's verdict on a replayed call or a checked write: the one place this agent
+/// does. Returns the event to serve, or `None` to run the call live (or perform the write); a
+/// stop ends the process here.
+pub(crate) fn apply(v: Verdict) -> Option<replay_core::Event> {
+    match v {
+        Verdict::Serve(e) => Some(e),
+        Verdict::Live => None,
+        Verdict::Stop(code) => stop(code),
+    }
+}
+
+extern "C" {
+    fn fflush(stream: *mut c_void) -> i32;
+    fn _exit(status: i32) -> !;
+}
+
+/// Ends the process with `code` after a report (or a refused start). What the program wrote
+/// reached fd 1/2 already: `System.out`/`err` are autoflush PrintStreams, and every write to
+/// them goes through the FileOutputStream natives before `output` lets it pass; C stdio (the
+/// JVM's own logging) is flushed here. `_exit`, not `exit` or `System.exit`: no shutdown hook,
+/// exit handler or other Java thread runs program code after the report (`System.exit` could
+/// also deadlock on the PrintStream lock the stopping thread may hold), and the core gives
+/// every later hooked call of every thread the same stop meanwhile.
+pub(crate) fn stop(code: i32) -> ! {
+    // SAFETY: flushing all C stdio streams, then leaving the process.
+    unsafe {
+        fflush(std::ptr::null_mut());
+        _exit(code)
+    }
+}
+
+/// What the JVM runs, for the log's header and replay's check: the main class or jar (the
+/// first word of `sun.java.command`), or the source file for the source launcher
+/// (`java Main.java`, whose first word is the launcher's own class).
+fn program_of(command: &str) -> String {
+    let mut words = command.split_whitespace();
+    let first = words.next().unwrap_or_default();
+    if first.contains("com.sun.tools.javac.launcher.") {
+        return words.next().unwrap_or(first).to_string();
+    }
+    first.to_string()
 }
 
 fn call_static(env: &mut JNIEnv, class: &GlobalRef, name: &str, sig: &str) -> Result<(), String> {
@@ -222,23 +268,44 @@ unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
     let version = jvmti
         .system_property(c"java.version")
         .unwrap_or_else(|_| "unknown".into());
-    let core = match Core::start(opts, "jvm", &version, "java-%p.replay") {
+    let command = jvmti
+        .system_property(c"sun.java.command")
+        .unwrap_or_default();
+    let program = program_of(&command);
+    let fe = Frontend {
+        runtime: "jvm",
+        runtime_version: &version,
+        program: &program,
+        default_log: "java-%p.replay",
+        output: true,
+        per_kind: false,
+        argv: None,
+    };
+    let core = match Core::start(opts, &fe) {
         Ok(Some(c)) => c,
         Ok(None) => return Ok(()),
+        // A log of another runtime or program: one line and exactly that status (JNI_ERR
+        // would give 1 and the JVM's own "Error occurred during initialization" lines).
+        Err(e) if e.exit.is_some() => {
+            eprintln!("replay: {e}");
+            stop(e.exit.unwrap_or(1));
+        }
         Err(e) if !replay => {
             eprintln!("replay: {e}; recording is off, the program runs without it");
             return Ok(());
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.message),
     };
     NAMED.with(|n| n.set(true)); // the core made this thread logical thread 0, "main"
     let kinds = KINDS.map(|k| core.intern(k));
     let files = fileio::KINDS.map(|k| core.intern(k));
+    let outs = replay_core::session::OUTPUT_KINDS.map(|k| core.intern(k));
     let agent = Agent {
         jvmti,
         core,
         kinds,
         files,
+        outs,
         hooks: OnceLock::new(),
         cache,
         disabled: AtomicBool::new(false),
@@ -667,9 +734,16 @@ unsafe extern "C" fn on_vm_death(_jvmti: RawEnv, jni: *mut RawJniEnv) {
             let _ = call_static(&mut env, h, "stop", "()V");
             flush_thread_buffer(&mut env);
         }
-        // Under the abort policy, events left over in replay exit here with the report.
-        if let Err(e) = a.core.shutdown() {
-            eprintln!("replay: {e}");
+        // Writes from here on (a daemon thread still printing) are not output events: the
+        // log is being closed.
+        output::close();
+        // Replay: events left over, output not written or another exit status are a
+        // divergence; under abort the process ends here with its status.
+        match a.core.shutdown() {
+            Ok(v) => {
+                apply(v);
+            }
+            Err(e) => eprintln!("replay: {e}"),
         }
     })
 }
@@ -704,6 +778,64 @@ fn flush_thread_buffer(env: &mut JNIEnv) {
             del(raw, buf);
         }
     }
+}
+
+/// Whether a write of the calling thread is an output event, and if so, keeps the thread's
+/// events in sequence first, like `ReplayHooks.fileEvent()` for file calls: record hands over
+/// the thread's buffered clock events (they took earlier numbers); replay reports clock values
+/// fetched for the thread and still unused (the recorded program read the clock before it
+/// wrote). A thread the agent knows (it named it) is handled here without calling Java;
+/// others ask `fileEvent()`, which names the thread, or says no for a JDK service thread.
+/// Call inside the hook guard.
+pub(crate) fn output_turn(
+    a: &Agent,
+    env: &mut JNIEnv,
+    stream: replay_core::session::Stream,
+) -> bool {
+    if !NAMED.with(|n| n.get()) {
+        let (Some(id), Some(h)) = (fileio::FILE_EVENT.get(), a.hooks.get()) else {
+            return false;
+        };
+        let cls: &JClass = h.as_obj().into();
+        // SAFETY: the method ID of `static boolean fileEvent()` in that class.
+        let r = unsafe {
+            env.call_static_method_unchecked(
+                cls,
+                *id,
+                jni::signature::ReturnType::Primitive(jni::signature::Primitive::Boolean),
+                &[],
+            )
+        };
+        if clear_exception(env) {
+            return false;
+        }
+        let yes = r.ok().and_then(|v| v.z().ok()).unwrap_or(false);
+        if !yes {
+            a.core
+                .ran_live("writes of JDK service threads (not compared)");
+        }
+        return yes;
+    }
+    let buf = BUFFER.with(|b| b.get());
+    if buf.is_null() {
+        return true; // no clock call yet: nothing buffered
+    }
+    // SAFETY: a live global reference to this thread's long[] (made in attach0).
+    let arr = unsafe { JLongArray::from_raw(buf as jlongArray) };
+    match &a.core.session {
+        Session::Record(_) => {
+            let mut head = [0 as jlong; 1];
+            if env.get_long_array_region(&arr, 0, &mut head).is_ok() && head[0] > 1 {
+                record_from_array(a, env, &arr, head[0] as jint);
+                let _ = env.set_long_array_region(&arr, 0, &[1]);
+            }
+            clear_exception(env);
+        }
+        Session::Replay(_) => {
+            left_unused(a, env, &arr, Some((a.outs[stream as usize], None)));
+        }
+    }
+    true
 }
 
 /// Hands events `[1, end)` of a Java buffer (pairs of `seq << 2 | kind`, value) to the core.
@@ -793,7 +925,9 @@ fn left_unused(
         None => d,
     };
     drop_run(env, b);
-    a.core.diverged(&d);
+    // The unused values are dropped whatever the policy (warn-continue serves nothing here:
+    // the call that came is handled on its own); abort stops in `apply`.
+    let _ = apply(a.core.diverged(d));
     true
 }
 
@@ -895,9 +1029,9 @@ pub extern "system" fn Java_java_lang_ReplayHooks_replay0<'l>(
         let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
         let env = RefCell::new(env);
         let stack = || java_stack(a, &mut env.borrow_mut());
-        match a.core.replay(a.kinds[k], 0, digest, &stack) {
-            Replayed::Event(e) => int_or(a, &e, k, live),
-            Replayed::Live => live,
+        match apply(a.core.replay(a.kinds[k], 0, digest, &stack)) {
+            Some(e) => int_or(a, &e, k, live),
+            None => live,
         }
     })
 }
@@ -953,7 +1087,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_run0<'l>(
                 return int_or(a, &e, k, live);
             }
             left_unused(a, &mut env, &b, Some((a.kinds[k], digest)));
-            // Abort has exited; warn-live is live now; warn-continue goes on with this call.
+            // Abort has stopped; warn-live is live now; warn-continue goes on with this call.
             if r.is_live() {
                 return live;
             }
@@ -976,14 +1110,10 @@ pub extern "system" fn Java_java_lang_ReplayHooks_run0<'l>(
                 Some(c) => d.with_context(c),
                 None => d,
             };
-            let expected = d.expected.clone();
-            let stalled = matches!(d.kind, replay_core::report::DivergenceKind::Stalled { .. });
-            a.core.diverged(&d);
-            return match (a.core.options.policy, expected) {
-                (replay_core::options::Policy::WarnContinue, Some(e)) if !stalled => {
-                    int_or(a, &e, k, live)
-                }
-                _ => live,
+            // The core's policy: stop, live, or (warn-continue) the recorded value.
+            return match apply(a.core.diverged(d)) {
+                Some(e) => int_or(a, &e, k, live),
+                None => live,
             };
         }
         // Buffer the leading times of the run; the first is this call's.

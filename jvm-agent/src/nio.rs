@@ -52,7 +52,7 @@ use crate::fileio::{
     NEXT_STREAM, NIO_ACCESS, NIO_ACCESS_ERRNO, NIO_CLOSE, NIO_CLOSEDIR, NIO_EXISTS, NIO_FDOPENDIR,
     NIO_LSTAT, NIO_OPEN, NIO_OPENDIR, NIO_READDIR, NIO_STAT, NIO_STAT_ERRNO, NIO_STAT_MODE,
 };
-use crate::fsmeta::{live_roots, path_digest, stays_live};
+use crate::fsmeta::{path_digest, stays_live_counted};
 use crate::{agent, clear_exception, guarded};
 use jni::objects::{JByteArray, JFieldID, JObject, JValue};
 use jni::signature::{Primitive, ReturnType};
@@ -207,7 +207,7 @@ pub unsafe extern "system" fn open0(
         let name = unsafe { CStr::from_ptr(path as *const c_char) }
             .to_string_lossy()
             .into_owned();
-        if stays_live(&name, live_roots()) {
+        if stays_live_counted(&name) {
             return None;
         }
         let mut c = begin(raw)?;
@@ -317,7 +317,7 @@ fn event_path(path: jlong) -> Option<Vec<u8>> {
     let bytes = unsafe { CStr::from_ptr(path as *const c_char) }
         .to_bytes()
         .to_vec();
-    (!stays_live(&String::from_utf8_lossy(&bytes), live_roots())).then_some(bytes)
+    (!stays_live_counted(&String::from_utf8_lossy(&bytes))).then_some(bytes)
 }
 
 /// The fields the stat natives fill in `sun.nio.fs.UnixFileAttributes` (JDK 17 and 25; the

@@ -246,14 +246,29 @@ public final class ReplayHooks {
         mode = 0;
     }
 
-    /** The calling Java stack, for divergence reports. */
+    /**
+     * The calling Java stack, for divergence reports. The JDK's stream and encoder frames on
+     * top (a println is 12 of them before the program's own frame) are counted, not shown, so
+     * the 20 frames shown are the program's.
+     */
     private static String stack() {
         StackTraceElement[] st = new Throwable().getStackTrace();
         StringBuilder sb = new StringBuilder();
         int shown = 0;
+        int io = 0;
         for (StackTraceElement e : st) {
-            if (e.getClassName().equals("java.lang.ReplayHooks")) {
+            String c = e.getClassName();
+            if (c.equals("java.lang.ReplayHooks")) {
                 continue;
+            }
+            if (shown == 0 && (c.startsWith("java.io.") || c.startsWith("sun.nio.cs.")
+                    || c.equals("java.lang.System$Out"))) {
+                io++;
+                continue;
+            }
+            if (io > 0) {
+                sb.append("    (").append(io).append(" JDK stream frames)\n");
+                io = 0;
             }
             if (shown == 20) {
                 sb.append("    ...\n");

@@ -1,0 +1,200 @@
+//! The program's output and exit status, for replay's output verification (the core's
+//! `Core::output` / `Core::exit_status`).
+//!
+//! Every write of Java code that reaches fd 1 or 2 ends in one of `FileOutputStream`'s two
+//! write natives (`System.out`/`err`, a `FileOutputStream` on `FileDescriptor.out`/`err`,
+//! PrintStream/PrintWriter/Writers over them, the uncaught-exception trace that
+//! `ThreadGroup.uncaughtException` prints to `System.err`). They are wrapped like the
+//! FileInputStream natives (NativeMethodBind, table in src/fileio.rs). A write is an output
+//! event when the stream's `FileDescriptor.fd` is 1 or 2, the hooks are on (after VMInit,
+//! before VMDeath), the thread is not inside a hook (what the agent's own Java prints, such
+//! as an exception it describes, is not the program's output) and not a JDK service thread.
+//! Record hands the bytes to the core before the real write; replay hands them over before
+//! the real write too, and a difference stops the program there under `abort`, so nothing
+//! after the first differing byte reaches the terminal. Writes to other descriptors pay two
+//! field reads.
+//!
+//! The exit status of `System.exit`, `Runtime.exit` and `Runtime.halt` (and a signal's
+//! `Shutdown.exit`) all pass `java.lang.Shutdown.halt0`, before VMDeath closes the log. When
+//! `main` just returns, the launcher decides 0 or 1 after VMDeath: nothing is compared then.
+
+use crate::fileio::{orig, HALT, OUT_WRITE, OUT_WRITE_BYTES};
+use crate::{agent, apply, clear_exception, fsmeta, guarded, java_stack, output_turn, Agent};
+use jni::objects::{JFieldID, JObject};
+use jni::signature::{Primitive, ReturnType};
+use jni::sys::{jboolean, jbyteArray, jclass, jint, jobject, JNIEnv as RawJniEnv};
+use jni::JNIEnv;
+use replay_core::guard::HookGuard;
+use replay_core::session::Stream;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+pub type WriteBytesFn =
+    unsafe extern "system" fn(*mut RawJniEnv, jobject, jbyteArray, jint, jint, jboolean);
+pub type WriteFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jint, jboolean);
+pub type HaltFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jint);
+
+/// Set at VMDeath before the session closes: later writes (a daemon thread still printing)
+/// are not events.
+static CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// A larger write buffer than this is not kept for the thread's next write.
+const KEEP: usize = 1 << 20;
+
+thread_local! {
+    /// The bytes of the write being checked: one buffer per thread, reused.
+    static BYTES: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+pub(crate) fn close() {
+    CLOSED.store(true, Ordering::Release);
+}
+
+/// The stream `this` (a FileOutputStream) writes to, when its writes are output events.
+fn output_stream(env: &mut JNIEnv, this: jobject) -> Option<(&'static Agent, Stream)> {
+    let a = agent()?;
+    if CLOSED.load(Ordering::Acquire) || !a.core.wants_output() {
+        return None;
+    }
+    crate::fileio::FILE_EVENT.get()?;
+    static FOS_FD: OnceLock<JFieldID> = OnceLock::new();
+    static FD_FD: OnceLock<JFieldID> = OnceLock::new();
+    let fos_fd = fsmeta::field_id(
+        env,
+        &FOS_FD,
+        "java/io/FileOutputStream",
+        "fd",
+        "Ljava/io/FileDescriptor;",
+    )?;
+    let fd_fd = fsmeta::field_id(env, &FD_FD, "java/io/FileDescriptor", "fd", "I")?;
+    // SAFETY: the native's receiver, a live local reference we do not delete.
+    let stream = unsafe { JObject::from_raw(this) };
+    let fd = match env
+        .get_field_unchecked(&stream, fos_fd, ReturnType::Object)
+        .and_then(|v| v.l())
+    {
+        Ok(fd) if !fd.is_null() => fd,
+        _ => {
+            clear_exception(env);
+            return None;
+        }
+    };
+    let n = env
+        .get_field_unchecked(&fd, fd_fd, ReturnType::Primitive(Primitive::Int))
+        .and_then(|v| v.i());
+    let _ = env.delete_local_ref(fd);
+    match n {
+        Ok(n) => Some((a, Stream::from_fd(n as i64)?)),
+        Err(_) => {
+            clear_exception(env);
+            None
+        }
+    }
+}
+
+/// Hands one write to the core (`fill` puts its bytes into the buffer; false: they cannot be
+/// read, the original write reports why). A stop verdict ends the process here, before the
+/// write; anything else lets the caller write.
+fn check(raw: *mut RawJniEnv, this: jobject, fill: impl FnOnce(&mut JNIEnv, &mut Vec<u8>) -> bool) {
+    guarded("FileOutputStream.write", (), || {
+        // SAFETY: the JNIEnv the JVM passed to the native.
+        let Ok(mut env) = (unsafe { JNIEnv::from_raw(raw) }) else {
+            return;
+        };
+        // Writes made while the agent is inside a hook are its own, not the program's (and
+        // what the JNI calls below might print is not checked again).
+        let Some(_inside) = HookGuard::enter() else {
+            return;
+        };
+        let Some((a, stream)) = output_stream(&mut env, this) else {
+            return;
+        };
+        if !output_turn(a, &mut env, stream) {
+            return;
+        }
+        BYTES.with(|b| {
+            let mut b = b.borrow_mut();
+            b.clear();
+            if fill(&mut env, &mut b) {
+                let env = RefCell::new(&mut env);
+                let stack = || java_stack(a, &mut env.borrow_mut());
+                let _ = apply(a.core.output(stream, &b, &stack));
+            }
+            if b.capacity() > KEEP {
+                *b = Vec::new();
+            }
+        });
+    })
+}
+
+/// `FileOutputStream.writeBytes(byte[], int, int, boolean)`.
+pub unsafe extern "system" fn write_bytes(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    bytes: jbyteArray,
+    off: jint,
+    len: jint,
+    append: jboolean,
+) {
+    if len > 0 && !bytes.is_null() {
+        check(raw, this, |env, b| {
+            let n = len as usize;
+            b.reserve(n);
+            let raw = env.get_raw();
+            // SAFETY: `b` has room for `n` bytes; JNI checks `off`/`len` against the array
+            // and throws instead of copying when they are out of bounds.
+            unsafe {
+                let Some(get) = (**raw).GetByteArrayRegion else {
+                    return false;
+                };
+                get(raw, bytes, off, len, b.as_mut_ptr() as *mut i8);
+            }
+            if clear_pending(env) {
+                // Bad bounds: the original throws its own exception for them.
+                return false;
+            }
+            // SAFETY: the JVM filled the first `n` bytes.
+            unsafe { b.set_len(n) };
+            true
+        });
+    }
+    // SAFETY (both `orig` calls): the saved original of this very native.
+    unsafe { orig::<WriteBytesFn>(OUT_WRITE_BYTES)(raw, this, bytes, off, len, append) }
+}
+
+/// `FileOutputStream.write(int, boolean)`: one byte.
+pub unsafe extern "system" fn write(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    byte: jint,
+    append: jboolean,
+) {
+    check(raw, this, |_, b| {
+        b.push(byte as u8);
+        true
+    });
+    unsafe { orig::<WriteFn>(OUT_WRITE)(raw, this, byte, append) }
+}
+
+/// `java.lang.Shutdown.halt0(int)`: the status the process exits with, before VMDeath.
+pub unsafe extern "system" fn halt0(raw: *mut RawJniEnv, cls: jclass, status: jint) {
+    guarded("Shutdown.halt0", (), || {
+        if let Some(a) = agent() {
+            if !CLOSED.load(Ordering::Acquire) {
+                a.core.exit_status(status);
+            }
+        }
+    });
+    // SAFETY: the saved original of this very native.
+    unsafe { orig::<HaltFn>(HALT)(raw, cls, status) }
+}
+
+/// Clears an exception a JNI call left pending, without describing it (that would print).
+fn clear_pending(env: &mut JNIEnv) -> bool {
+    if env.exception_check().unwrap_or(false) {
+        let _ = env.exception_clear();
+        return true;
+    }
+    false
+}
