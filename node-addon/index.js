@@ -40,6 +40,13 @@ const QUEUE_BYTES = 1 << 20;
 // Hook modules under lib/, installed in this order when present.
 const MODULES = ['fs', 'crypto', 'net'];
 
+// The program as the core names it in the log (a log recorded by another program is refused):
+// the script, or what runs without one.
+function programName() {
+  if (process.argv[1]) return process.argv[1];
+  return process._eval != null ? '-e' : 'repl';
+}
+
 // Events buffered before they are handed to the native side: a crossing costs about as much
 // as a hundred hooked calls, so it is paid once per batch. Replay fetches as many of a kind's
 // recorded values per crossing.
@@ -74,10 +81,15 @@ function install() {
   }
   let started;
   try {
-    started = native.start(process.version);
+    started = native.start(process.version, programName(), events.stack);
   } catch (e) {
     fail('start', e);
     return;
+  }
+  if (started.startsWith('exit ')) {
+    // A log of another runtime or program (the native side printed the one line): the
+    // program must not run at all.
+    process.exit(Number(started.slice(5)));
   }
   if (started === 'off') return;
   api.mode = started;
@@ -100,11 +112,32 @@ function install() {
   const host = {
     mode: started,
     queue() {},
+    queueOut() {},
     flushPending() {},
-    leave() {},
+    checkStop,
     wentLive() {},
     disable: (what, e) => disable(what, e),
   };
+  // Ends the process after the core's stop verdict (a divergence under policy abort): the one
+  // place the JS side applies it (the native side notes it: src/lib.rs `apply`). Nothing of
+  // the program runs after the report: process.reallyExit leaves without 'exit' listeners
+  // (a listener of the program calling process.exit(1), as jest's does, would otherwise turn
+  // the status into 1), and any later exit is made to use the same status.
+  function stop(code) {
+    const really = process.reallyExit;
+    if (typeof really !== 'function') process.exit(code);
+    process.reallyExit = function reallyExit() {
+      return really.call(process, code);
+    };
+    process.exitCode = code;
+    process.reallyExit(code);
+  }
+  // After a native call that did not replay: ends the process if the core said stop.
+  function checkStop() {
+    const code = native.stopCode();
+    if (code !== 0) stop(code);
+  }
+
   let clockFor; // code -> (liveFn -> value): the clock hook of one kind, set per mode below
   let finish; // called once at exit
 
@@ -158,6 +191,7 @@ function install() {
   }
 
   let ev = null;
+  let output = null; // lib/output.js, when the output is recorded or compared
 
   function disable(what, e) {
     // What was queued before the error is kept (flushing again after a failed crossing
@@ -178,9 +212,6 @@ function install() {
       // Already reported; nothing more to do.
     }
   }
-
-  // Where the program made a call, for divergence reports.
-  const callSite = events.stack;
 
   const liveNow = () => realNow();
   const livePerf = () => realPerfNow.call(perf);
@@ -299,6 +330,43 @@ function install() {
       codes[n] = K_QUEUED;
       if (++n === BATCH) flushBatch();
     };
+    // A write of the program to stdout or stderr (lib/output.js): one event of output kind
+    // `k` whose bytes are what was written, `chunk` a string in `encoding` or bytes. Queued
+    // like the events above, its bytes written straight into `data`: a console.log line
+    // costs no allocation here.
+    host.queueOut = (k, chunk, encoding) => {
+      if (!on) return;
+      let len;
+      if (typeof chunk === 'string') {
+        // No encoding makes more than 3 bytes of a UTF-16 unit.
+        const max = chunk.length * 3;
+        if (max > QUEUE_BYTES / 4) {
+          host.queue(k, null, 'o', [Buffer.from(chunk, encoding)]);
+          return;
+        }
+        if (ndata + max > data.length || nlens + 3 > lens.length) flushBatch();
+        len = data.write(chunk, ndata, encoding);
+      } else {
+        len = chunk.length;
+        if (len > QUEUE_BYTES / 4) {
+          host.queue(k, null, 'o', [chunk]);
+          return;
+        }
+        if (ndata + len > data.length || nlens + 3 > lens.length) flushBatch();
+        data.set(chunk, ndata);
+      }
+      if (len === 0) return;
+      ndata += len;
+      // No input, one part (events::Queued); the JSON text is a placeholder the native side
+      // does not store (an empty one would read as no event).
+      lens[nlens++] = 0;
+      lens[nlens++] = 1;
+      lens[nlens++] = len;
+      jsons.push('o');
+      values[n] = k;
+      codes[n] = K_QUEUED;
+      if (++n === BATCH) flushBatch();
+    };
     clockFor = (code) => (live) => {
       const v = live();
       if (on) {
@@ -346,32 +414,23 @@ function install() {
       }
     };
     host.flushPending = flushBatch;
-    finish = () => {
+    finish = (code) => {
       clearInterval(timer);
       flushBatch();
+      native.exitStatus(code);
       return native.shutdown();
     };
   } else {
-    const leave = () => {
-      restore();
-      if (ev) ev.restoreAll();
-      process.exit(native.exitCode());
+    host.wentLive = () => {
+      dropRuns();
+      if (output) output.off();
     };
-    host.leave = leave;
-    host.wentLive = dropRuns;
-    // After a call the native side did not replay: report it (with the stack) and apply the
-    // policy; the value to return, or NaN to run live.
-    const notReplayed = (code) => {
-      let v;
-      try {
-        v = native.diverged(code, callSite());
-      } catch (e) {
-        disable('replay', e);
-        return NaN;
-      }
-      if (native.exitCode() !== 0) leave();
-      if (native.isLive()) dropRuns();
-      return v;
+    // After a call the native side did not replay (it reported a divergence through the core,
+    // or replay went live): stop if the core said so, else the call runs live.
+    const notReplayed = () => {
+      checkStop();
+      if (native.isLive()) host.wentLive();
+      return NaN;
     };
     const fetchRun = (st, live) => {
       if (!on) return live();
@@ -389,7 +448,7 @@ function install() {
         st.end = n;
         v = st.buf[0];
       } else {
-        v = notReplayed(st.code);
+        v = notReplayed();
       }
       // NaN: not replayed (none of these calls ever returns NaN for real).
       return v === v ? v : live();
@@ -413,11 +472,11 @@ function install() {
       if (!on || rlimit < 0) return realRandom();
       try {
         if (rlimit === 0 && rcount === 0) {
-          if (!native.randomSeed(seedBytes)) return randomFailed();
+          if (!native.randomSeed(seedBytes, rcount + 1)) return randomFailed();
           seedFrom(seedBytes);
         }
         while (rcount + 1 > rlimit) {
-          const c = native.randomCheckpoint();
+          const c = native.randomCheckpoint(rcount + 1);
           if (c !== c) return randomFailed();
           rlimit = c;
         }
@@ -428,26 +487,23 @@ function install() {
       rcount++;
       return rstep();
     };
-    // No seed or no further checkpoint recorded: a divergence at this call; Math.random runs
-    // live from here (there are no recorded values to go on with).
+    // No seed or no further checkpoint recorded: a divergence at this call (the native side
+    // reported it); Math.random runs live from here (no recorded values to go on with).
     const randomFailed = () => {
-      try {
-        native.randomDiverged(rcount + 1, callSite());
-      } catch (e) {
-        disable('replay', e);
-        return realRandom();
-      }
-      if (native.exitCode() !== 0) leave();
+      notReplayed();
       rlimit = -1;
-      if (native.isLive()) dropRuns();
       return realRandom();
     };
-    finish = () => {
+    finish = (code) => {
+      // The output the JS side compared goes to the core first: its end check reports what
+      // the program did not write.
+      if (output) output.end();
       // Values fetched but not served go back: the core reports them as left over.
       for (const st of runs) {
         if (st.pos < st.end) native.replayUnread(st.code, st.pos);
       }
       if (rlimit >= 0) native.randomEnd(rcount);
+      native.exitStatus(code);
       return native.shutdown();
     };
   }
@@ -580,6 +636,15 @@ function install() {
       return;
     }
   }
+  // The program's stdout/stderr writes (before the ES module exports are synced: fs.writeSync
+  // is hooked there too), and what replay lets run live by rule.
+  try {
+    if (native.wantsOutput()) output = require('./lib/output.js').install(ev, native, host);
+    if (started === 'replay') require('./lib/live.js').install(native);
+  } catch (e) {
+    disable('installing the output hooks', e);
+    return;
+  }
   // ES modules importing node:fs / node:crypto by name get the hooked functions even if
   // their builtin wrappers were made before the hooks.
   try {
@@ -590,17 +655,19 @@ function install() {
   }
 
   let finished = false;
-  process.on('exit', () => {
+  process.on('exit', (code) => {
     if (finished) return;
     finished = true;
     let status = 0;
     try {
-      status = finish();
+      // The status the program exits with, as far as it is known here (listeners of the
+      // program run after this one).
+      status = finish(typeof code === 'number' ? code : Number(process.exitCode) || 0);
     } catch (e) {
       fail('shutdown', e);
     }
     restore();
     if (ev) ev.restoreAll();
-    if (status !== 0) process.exitCode = status;
+    if (status !== 0) stop(status);
   });
 }

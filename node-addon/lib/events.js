@@ -14,8 +14,9 @@
 //   ev.replay(k, input)     replay: the next recorded value of kind k, checked against `input`.
 //                           Returns ev.LIVE when the call is not replayed (replay went live
 //                           after a divergence under policy warn-live): the caller runs the real
-//                           thing. A divergence is reported with the JS stack; under the default
-//                           policy (abort) the process exits with status 86 inside this call.
+//                           thing. A divergence is reported by the core with the JS stack; under
+//                           the default policy (abort) the process exits with status 86 inside
+//                           this call (index.js `stop`).
 //   ev.LIVE                 the sentinel above
 //   ev.busy / ev.live(fn)   nesting guard: while a hook runs the real function (ev.live), calls
 //                           the runtime makes into other hooks are not events (they happen in
@@ -125,19 +126,25 @@ function decode(x) {
 
 // Frames of the program (not of this package or Node's internals) for divergence reports.
 function stack() {
-  return String(new Error().stack || '')
+  // Console and stream internals can take the default 10 frames before the program's.
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 40;
+  const text = new Error().stack;
+  Error.stackTraceLimit = limit;
+  return String(text || '')
     .split('\n')
     .slice(1)
     .map((l) => l.trim())
-    .filter((l) => l.startsWith('at ') && !l.includes(PKG + path.sep) && !l.includes('(node:internal/'))
+    .filter((l) => l.startsWith('at ') && !l.includes(PKG + path.sep) && !l.includes('node:internal/'))
     .slice(0, 6)
     .join('\n');
 }
 
 // `native`: the addon; `host`: { mode, queue(code, input, json, bufs) (record: takes an
 // event into the batch index.js hands over with the clock reads, so sequence numbers stay in
-// order), disable(what, e), leave() (exit after an abort), wentLive() (replay went live:
-// drop the clock values fetched ahead) }.
+// order), disable(what, e), checkStop() (after a call not replayed: end the process if the
+// core's verdict was stop), wentLive() (replay went live: drop the clock values fetched
+// ahead) }.
 function create(native, host) {
   const restorers = [];
   const counts = new Map();
@@ -244,10 +251,9 @@ function create(native, host) {
     try {
       x = native.evReplay(k, input == null ? null : String(input));
       if (x === null) {
-        x = native.evDiverged(k, stack());
-        if (native.exitCode() !== 0) host.leave();
+        host.checkStop();
         if (native.isLive()) host.wentLive();
-        if (x === null) return LIVE;
+        return LIVE;
       }
       return decode(x);
     } catch (e) {
@@ -285,7 +291,7 @@ function create(native, host) {
       goLive();
       return;
     }
-    if (native.exitCode() !== 0) host.leave();
+    host.checkStop();
     if (native.isLive()) host.wentLive();
     if (x === null) {
       goLive();

@@ -9,10 +9,13 @@
 //! its `input`: its digest is the event's input digest, checked in replay, so a program that
 //! asks for another file or URL than recorded diverges at that call.
 //!
-//! Replay takes each kind's events in recorded order ([`replay_core::Replayer::next_of`]).
+//! Replay takes each kind's events in recorded order (the core's per-kind replay,
+//! `Replayer::next_of`); divergences are reported by the core with the JS stack, and its
+//! verdict is applied by [`crate::apply`].
 
-use crate::{active, err, guarded, report, Active, Res, PENDING};
+use crate::{active, apply, err, guarded, js_stack, Active, Res};
 use napi::bindgen_prelude::{Buffer, BufferSlice, Either};
+use napi::Env;
 use napi_derive::napi;
 use replay_core::session::Session;
 use replay_core::{digest, Bytes, Event, Field, FieldValue, Payload, Record};
@@ -87,6 +90,12 @@ pub fn ev_record(
             return Err(err("ev_record called while replaying"));
         };
         let kind = kind_id(code)?;
+        if a.out_kinds.contains(&kind) {
+            // A large write to stdout/stderr (index.js): its bytes, as the core stores output.
+            let bytes: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            a.core.record(kind, 0, None, replay_core::PayloadRef::Bytes(&bytes));
+            return Ok(());
+        }
         let record = value_record(json, bufs.iter().map(|b| Bytes::copy_from_slice(b)));
         // Handed over, not copied again: a body can be large.
         rec.record_owned(kind, 0, input_digest(&input), record);
@@ -110,6 +119,13 @@ fn value_record(json: String, bufs: impl ExactSizeIterator<Item = Bytes>) -> Rec
     Record { fields }
 }
 
+/// A queued event's value: a hook's (JSON text and parts), or the bytes of a write to
+/// stdout/stderr (an event of an output kind, whose one part is what was written).
+pub(crate) enum Value {
+    Record(Record),
+    Bytes(Bytes),
+}
+
 /// Events of [`ev_record`]'s shape that the JS side queued for one [`crate::record_batch`]
 /// crossing (a crossing with its argument conversions cost more than the rest of recording
 /// a socket chunk): event i's JSON text, and in `lens` its input's length in UTF-16 units
@@ -128,13 +144,14 @@ pub(crate) struct Queued<'a> {
 }
 
 impl Queued<'_> {
-    /// Builds each queued event in order: `f(kind_id, digest, record)`. Checks the parts
-    /// against `lens` and `data` before anything is recorded, so a malformed queue records
-    /// nothing of itself.
+    /// Builds each queued event in order: `f(kind_id, digest, value)`; events of the
+    /// `output` kinds are their bytes. Checks the parts against `lens` and `data` before
+    /// anything is recorded, so a malformed queue records nothing of itself.
     pub(crate) fn each(
         self,
         codes: impl Iterator<Item = u32>,
-        mut f: impl FnMut(u32, Option<u64>, Record),
+        output: &[u32; 2],
+        mut f: impl FnMut(u32, Option<u64>, Value),
     ) -> Res<()> {
         let codes: Vec<u32> = codes.collect();
         if codes.len() != self.jsons.len() {
@@ -167,16 +184,19 @@ impl Queued<'_> {
                 });
                 off += l as usize;
             }
+            if output.contains(&kind) {
+                if let [b] = &bufs[..] {
+                    f(kind, None, Value::Bytes(b.clone()));
+                    continue;
+                }
+            }
             let record = value_record(json.to_string(), bufs.into_iter());
-            f(kind, input.map(|i| digest(&[i.as_bytes()])), record);
+            f(kind, input.map(|i| digest(&[i.as_bytes()])), Value::Record(record));
         }
         Ok(())
     }
 }
 
-/// Replays the next event of kind `code`, checked against `input`. Returns its value, or
-/// null when the call is not replayed: replay went live, or it diverged (then the JS side
-/// calls [`ev_diverged`] with the call's stack).
 /// The inputs of `n` queued events (see [`Queued`]) and the bytes their parts take, or what
 /// is wrong with the queue. Without napi types: the unit tests cannot link them.
 fn cut<'a>(
@@ -227,59 +247,54 @@ fn utf8_len(s: &str, units: usize) -> Option<usize> {
     (left == 0).then_some(s.len())
 }
 
+/// Replays the next event of kind `code`, checked against `input`, through the core (which
+/// reports a divergence with the JS stack and gives its verdict). Returns its value, or null
+/// when the call is not replayed: replay went live, or stopped ([`crate::stop_code`]).
 #[napi]
-pub fn ev_replay(code: u32, input: Option<String>) -> Res<Option<Either<String, EvValue>>> {
+pub fn ev_replay(
+    env: &Env,
+    code: u32,
+    input: Option<String>,
+) -> Res<Option<Either<String, EvValue>>> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(None) };
-        let Session::Replay(r) = &a.core.session else {
+        let Session::Replay(_) = &a.core.session else {
             return Err(err("ev_replay called while recording"));
         };
         let kind = kind_id(code)?;
-        if r.is_live() {
-            return Ok(None);
-        }
-        match r.next_of(kind, 0, input_digest(&input)) {
-            Ok(e) => {
-                let mut k = kinds();
-                let v = value(&e, &k.names[code as usize])?;
-                k.last.insert(code, e);
-                // A value without binary parts (most: fs metadata, socket ends) as its bare
-                // JSON text: making the object and its empty array cost ~0.4 us of a ~1.2 us
-                // crossing (replayed existsSync 4.9 -> 4.5 us, 4 alternations).
-                Ok(Some(if v.bufs.is_empty() {
-                    Either::A(v.json)
-                } else {
-                    Either::B(v)
-                }))
-            }
-            Err(d) => {
-                *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
-                Ok(None)
-            }
-        }
-    })
-}
-
-/// After [`ev_replay`] returned null: reports the divergence it found, with `stack`, under
-/// the policy. Returns the recorded value the call gets instead (warn-continue), or null
-/// (the call runs live; under `abort`, `exitCode()` is then 86 and the JS side exits).
-#[napi]
-pub fn ev_diverged(code: u32, stack: String) -> Res<Option<EvValue>> {
-    guarded(|| {
-        let Some(d) = PENDING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        let verdict = a
+            .core
+            .replay(kind, 0, input_digest(&input), &|| js_stack(env));
+        let Some(e) = apply(verdict) else {
             return Ok(None);
         };
-        let Some(a) = active()? else { return Ok(None) };
-        finish_report(a, code, d, stack)
+        let mut k = kinds();
+        let v = value(&e, &k.names[code as usize])?;
+        k.last.insert(code, e);
+        // A value without binary parts (most: fs metadata, socket ends) as its bare JSON
+        // text: making the object and its empty array cost ~0.4 us of a ~1.2 us crossing
+        // (replayed existsSync 4.9 -> 4.5 us, 4 alternations).
+        Ok(Some(if v.bufs.is_empty() {
+            Either::A(v.json)
+        } else {
+            Either::B(v)
+        }))
     })
 }
 
 /// A mismatch the JS side found itself in the value last served for `code` (an async
-/// completion recorded for another operation than the ones the program waits for):
-/// `input` is what the program asked for instead, `context` says how it differs (added
-/// to the report with the stack). Returns what [`ev_diverged`] returns.
+/// completion recorded for another operation than the ones the program waits for, found by
+/// lib/events.js's stall timer): `input` is what the program asked for instead, `context`
+/// says how it differs (added to the report with the stack). Reported through the core;
+/// returns the recorded value the program gets instead (warn-continue), or null (live, or
+/// stopped: [`crate::stop_code`]).
 #[napi]
-pub fn ev_mismatch(code: u32, input: Option<String>, context: String) -> Res<Option<EvValue>> {
+pub fn ev_mismatch(
+    env: &Env,
+    code: u32,
+    input: Option<String>,
+    context: String,
+) -> Res<Option<EvValue>> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(None) };
         let Session::Replay(r) = &a.core.session else {
@@ -292,17 +307,16 @@ pub fn ev_mismatch(code: u32, input: Option<String>, context: String) -> Res<Opt
             )));
         };
         let d = r.mismatch(expected, kind, 0, input_digest(&input));
-        finish_report(a, code, d, context)
+        let context = match js_stack(env) {
+            Some(s) => format!("{context}\n{s}"),
+            None => context,
+        };
+        finish_report(a, code, d.with_context(context))
     })
 }
 
-fn finish_report(
-    a: &Active,
-    code: u32,
-    d: Box<replay_core::Divergence>,
-    stack: String,
-) -> Res<Option<EvValue>> {
-    match report(a, d, stack) {
+fn finish_report(a: &Active, code: u32, d: Box<replay_core::Divergence>) -> Res<Option<EvValue>> {
+    match apply(a.core.diverged(d)) {
         Some(e) => {
             let name = kinds()
                 .names

@@ -17,22 +17,33 @@
 //! and taking the batch's numbers as one block when it is handed over gives every event the
 //! number it would have had if taken when it happened.
 //!
-//! This library translates only: the core writes and reads the log and decides what is a
-//! divergence. Errors are returned to JS as exceptions; `index.js` turns them into one line
-//! on stderr and switches the hooks off.
+//! This library translates only: the core writes and reads the log, decides what is a
+//! divergence and what the program gets then (its [`Verdict`]). Verdicts are applied in one
+//! place on this side, [`apply`]: a stop is noted for the JS side ([`stop_code`]), which ends
+//! the process (index.js `stop`), since only JS can leave Node safely. Errors are returned to
+//! JS as exceptions; `index.js` turns them into one line on stderr and switches the hooks off.
+//!
+//! Divergence reports carry the JS stack of the call: the entry points that can find one take
+//! the `Env` and call the stack function `index.js` handed [`start`] ([`js_stack`]), only when
+//! there is something to report.
+//!
+//! Output (the program's writes to stdout/stderr, `src/output.rs`): recorded through the
+//! JS-side batch like the other queued events, compared in replay on the JS side against
+//! recorded bytes fetched in chunks, the core seeing every byte ([`Core::output`]).
 
-use napi::bindgen_prelude::{BufferSlice, Float64Array, Uint32Array, Uint8Array};
+use napi::bindgen_prelude::{BufferSlice, Float64Array, Function, FunctionRef, Uint32Array, Uint8Array};
 use napi::Env;
 use napi_derive::napi;
 use replay_core::report::DivergenceKind;
-use replay_core::session::{Core, Session};
-use replay_core::{Divergence, Event, Mode, Options, Payload, PayloadRef, Policy};
+use replay_core::session::{Core, Frontend, Session, Verdict, OUTPUT_KINDS};
+use replay_core::{Divergence, Event, Mode, Options, Payload, PayloadRef};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::ThreadId;
 
 pub mod events;
+mod output;
 mod stage;
 
 /// How a hook's values are stored: clock reads in whole milliseconds or nanoseconds are
@@ -66,6 +77,8 @@ pub(crate) struct Active {
     pub(crate) core: Core,
     /// String-table ids of [`KINDS`], in the same order.
     kinds: [u32; KINDS.len()],
+    /// String-table ids of [`OUTPUT_KINDS`] (stdout, stderr).
+    pub(crate) out_kinds: [u32; 2],
     /// The thread that started the session: logical thread 0, the only one that records.
     thread: ThreadId,
     /// Set once the session was shut down (or disabled); later calls do nothing.
@@ -113,22 +126,53 @@ pub(crate) fn active() -> Res<Option<&'static Active>> {
 
 /// Starts the session from the `REPLAY_*` environment variables and returns the mode:
 /// `"record"`, `"replay"` or `"off"`. A bad option or a log that cannot be created or read
-/// prints one line on stderr and returns `"off"` (the program runs live). Only the first
-/// call starts anything; later calls return the same mode.
+/// prints one line on stderr and returns `"off"` (the program runs live). A log that must not
+/// be replayed by this program at all (recorded by another runtime or program) prints one
+/// line and returns `"exit N"`: index.js ends the process with status N before the program
+/// runs. Only the first call starts anything; later calls return the same mode.
+/// `program` is the script (or `-e`, `repl`), `stack` the function giving the program's JS
+/// frames for divergence reports ([`js_stack`]).
 #[napi]
-pub fn start(node_version: String) -> Res<String> {
+pub fn start(node_version: String, program: String, stack: Function<(), String>) -> Res<String> {
     guarded(|| {
-        let a = ACTIVE.get_or_init(|| open(&node_version));
-        Ok(match a {
-            Some(a) if a.core.mode() == Mode::Record => "record",
-            Some(_) => "replay",
-            None => "off",
+        if STACK.get().is_none() {
+            let _ = STACK.set(stack.create_ref()?);
         }
-        .to_string())
+        let a = ACTIVE.get_or_init(|| open(&node_version, &program));
+        Ok(match a {
+            Some(a) if a.core.mode() == Mode::Record => "record".to_string(),
+            Some(_) => "replay".to_string(),
+            None => match START_EXIT.load(Ordering::Relaxed) {
+                0 => "off".to_string(),
+                code => format!("exit {code}"),
+            },
+        })
     })
 }
 
-fn open(node_version: &str) -> Option<Active> {
+/// The exit status a refused log demands ([`start`]), 0 for none.
+static START_EXIT: AtomicI32 = AtomicI32::new(0);
+
+/// index.js's stack function (`lib/events.js` `stack`). Never dropped: a reference is
+/// released on the JS thread only, and the process may end anywhere.
+static STACK: OnceLock<FunctionRef<(), String>> = OnceLock::new();
+
+/// The program's JS frames at the current call, for a divergence report (called only when
+/// there is one: building a stack costs microseconds).
+pub(crate) fn js_stack(env: &Env) -> Option<String> {
+    let f = STACK.get()?.borrow_back(env).ok()?;
+    f.call(()).ok().filter(|s| !s.is_empty())
+}
+
+/// Adds the JS stack to a divergence found by a run-based path before the core reports it.
+pub(crate) fn with_stack(env: &Env, d: Box<Divergence>) -> Box<Divergence> {
+    match js_stack(env) {
+        Some(s) => d.with_context(s),
+        None => d,
+    }
+}
+
+fn open(node_version: &str, program: &str) -> Option<Active> {
     let (options, unknown) = match Options::from_env() {
         Ok(x) => x,
         Err(e) => {
@@ -140,13 +184,30 @@ fn open(node_version: &str) -> Option<Active> {
     for (k, _) in unknown.into_iter().filter(|(k, _)| k != "REPLAY_REDACT") {
         eprintln!(
             "replay: ignoring unknown variable {k} (known: REPLAY_MODE, REPLAY_LOG, REPLAY_POLICY, REPLAY_ORDER, \
-             REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_COMPRESS, REPLAY_REDACT)"
+             REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_COMPRESS, REPLAY_VERIFY_OUTPUT, REPLAY_REDACT)"
         );
     }
     let mode = options.mode;
-    let core = match Core::start(options, "node", node_version, "node-%p.replay") {
+    let fe = Frontend {
+        runtime: "node",
+        runtime_version: node_version,
+        program,
+        default_log: "node-%p.replay",
+        // index.js hands over every write to stdout/stderr and the exit status.
+        output: true,
+        // One event loop: each kind is a stream of its own (see `next_of`).
+        per_kind: true,
+        argv: None,
+    };
+    let core = match Core::start(options, &fe) {
         Ok(Some(c)) => c,
         Ok(None) => return None,
+        Err(e) if e.exit.is_some() => {
+            // Not this program's log: nothing it would do could be replayed.
+            eprintln!("replay: {e}");
+            START_EXIT.store(e.exit.unwrap_or(1), Ordering::Relaxed);
+            return None;
+        }
         Err(msg) => {
             let then = if mode == Mode::Record {
                 "the program runs without recording"
@@ -158,11 +219,74 @@ fn open(node_version: &str) -> Option<Active> {
         }
     };
     let kinds = KINDS.map(|(name, _)| core.intern(name));
+    let out_kinds = OUTPUT_KINDS.map(|name| core.intern(name));
     Some(Active {
         core,
         kinds,
+        out_kinds,
         thread: std::thread::current().id(),
         done: AtomicBool::new(false),
+    })
+}
+
+/// The exit status of the stop verdict applied, 0 while there was none. The JS side asks
+/// after a call that was not replayed, and ends the process with it (index.js `stop`).
+static STOP: AtomicI32 = AtomicI32::new(0);
+
+/// Applies the core's verdict on a replayed call: the one place this side does. The event
+/// to serve, or `None` to run the call live; a stop is noted for [`stop_code`] (the call is
+/// not served, and the JS side ends the process before it runs).
+pub(crate) fn apply(v: Verdict) -> Option<Event> {
+    match v {
+        Verdict::Serve(e) => Some(e),
+        Verdict::Live => None,
+        Verdict::Stop(code) => {
+            STOP.store(code, Ordering::Relaxed);
+            None
+        }
+    }
+}
+
+/// The exit status replay stopped with (a divergence under `abort`), else 0.
+#[napi]
+pub fn stop_code() -> i32 {
+    STOP.load(Ordering::Relaxed)
+}
+
+/// Whether the program's writes to stdout/stderr are handed over (record with
+/// verify-output on; replay of a log holding them with it on).
+#[napi]
+pub fn wants_output() -> Res<bool> {
+    guarded(|| Ok(active()?.is_some_and(|a| a.core.wants_output())))
+}
+
+/// The program's exit status, from process 'exit' (before [`shutdown`]): recorded in the
+/// trailer, compared in replay.
+#[napi]
+pub fn exit_status(code: i32) -> Res<()> {
+    guarded(|| {
+        if let Some(a) = active()? {
+            a.core.exit_status(code);
+        }
+        Ok(())
+    })
+}
+
+/// What the JS side counts as let run live by rule ([`ran_live`]); the core keeps static
+/// names.
+const LIVE_KINDS: [&str; 3] = ["worker thread", "child process", "vm context"];
+
+/// Replay: one thing of kind `what` (one of [`LIVE_KINDS`]) ran live by rule; reports list
+/// the counts.
+#[napi]
+pub fn ran_live(what: String) -> Res<()> {
+    guarded(|| {
+        if let Some(a) = active()? {
+            if let Some(k) = LIVE_KINDS.iter().find(|k| **k == what) {
+                a.core.ran_live(k);
+            }
+        }
+        Ok(())
     })
 }
 
@@ -262,8 +386,8 @@ pub fn record_batch(
             data: &data[..ndata],
             shared,
         }
-        .each(queued, |kind, digest, record| {
-            records.push((kind, digest, record))
+        .each(queued, &a.out_kinds, |kind, digest, value| {
+            records.push((kind, digest, value))
         })?;
         let mut records = records.into_iter();
         // One block of numbers for the batch: safe because only this thread records (see the
@@ -271,8 +395,15 @@ pub fn record_batch(
         let first = rec.seq_counter().fetch_add(n as u64, Ordering::Relaxed);
         for (i, (&v, &c)) in values[..n].iter().zip(&codes[..n]).enumerate() {
             if c == K_QUEUED {
-                if let Some((kind, digest, record)) = records.next() {
-                    rec.record_owned_at(first + i as u64, kind, 0, digest, record);
+                match records.next() {
+                    Some((kind, digest, events::Value::Record(record))) => {
+                        rec.record_owned_at(first + i as u64, kind, 0, digest, record)
+                    }
+                    // A write to stdout/stderr: its bytes, as the core stores output.
+                    Some((kind, _, events::Value::Bytes(b))) => {
+                        rec.record_at(first + i as u64, kind, 0, None, PayloadRef::Bytes(&b))
+                    }
+                    None => {}
                 }
                 continue;
             }
@@ -295,11 +426,12 @@ static RUNS: Mutex<[Vec<Event>; KINDS.len()]> = Mutex::new([const { Vec::new() }
 /// kind's next recorded events (at least one, at most `buf.len()`; `Replayer::next_of_run`)
 /// and returns how many. The JS side serves them to the next calls of that hook; since each
 /// kind is its own stream and clock events carry no input, nothing else needs checking per
-/// call. Returns 0 when the call is not replayed: replay went live, or the call diverged
-/// (no events of the kind left; then index.js calls [`diverged`]). A value that is not a
+/// call. A call with none left is a divergence, reported here with the JS stack through the
+/// core, whose verdict decides: 1 with the recorded value (warn-continue), or 0: the call is
+/// not replayed (it runs live, or replay stopped: [`stop_code`]). A value that is not a
 /// number is NaN in `buf` (that call runs live).
 #[napi]
-pub fn replay_run(code: u32, mut buf: Float64Array) -> Res<u32> {
+pub fn replay_run(env: &Env, code: u32, mut buf: Float64Array) -> Res<u32> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(0) };
         let Session::Replay(r) = &a.core.session else {
@@ -308,6 +440,10 @@ pub fn replay_run(code: u32, mut buf: Float64Array) -> Res<u32> {
         let Some(&kind) = a.kinds.get(code as usize) else {
             return Err(err(format!("unknown hook code {code}")));
         };
+        if let Some(c) = a.core.stopped() {
+            apply(Verdict::Stop(c));
+            return Ok(0);
+        }
         if r.is_live() || buf.is_empty() {
             return Ok(0);
         }
@@ -315,8 +451,14 @@ pub fn replay_run(code: u32, mut buf: Float64Array) -> Res<u32> {
         let run = &mut runs[code as usize];
         run.clear();
         if let Err(d) = r.next_of_run(kind, buf.len(), run) {
-            *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
-            return Ok(0);
+            drop(runs);
+            let Some(e) = apply(a.core.diverged(with_stack(env, d))) else {
+                return Ok(0);
+            };
+            // SAFETY: as below.
+            let slots = unsafe { buf.as_mut() };
+            slots[0] = value_of(&e, code);
+            return Ok(1);
         }
         // SAFETY: the JS main thread, the only one that uses this buffer, is inside this
         // synchronous call (active() checked the thread), so nothing else touches it now.
@@ -405,15 +547,19 @@ fn checkpoint(e: &Event) -> Option<u64> {
 }
 
 /// Replay, first call: copies the recorded seed into `out` (16 bytes) and returns true;
-/// false when the call is not replayed (went live, or no seed recorded: then index.js calls
-/// [`random_diverged`]).
+/// false when the call is not replayed (went live, stopped, or no seed recorded: a
+/// divergence at Math.random call number `call`, reported here).
 #[napi]
-pub fn random_seed(mut out: Uint8Array) -> Res<bool> {
+pub fn random_seed(env: &Env, mut out: Uint8Array, call: f64) -> Res<bool> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(false) };
         let Session::Replay(r) = &a.core.session else {
             return Err(err("random_seed called while recording"));
         };
+        if let Some(c) = a.core.stopped() {
+            apply(Verdict::Stop(c));
+            return Ok(false);
+        }
         if r.is_live() {
             return Ok(false);
         }
@@ -426,14 +572,15 @@ pub fn random_seed(mut out: Uint8Array) -> Res<bool> {
                     Ok(true)
                 }
                 other => Err(err(format!(
-                    "event #{} (node.Math.random) holds {} where this addon records a {}-byte seed                      (a log of an older version?)",
+                    "event #{} (node.Math.random) holds {} where this addon records a {}-byte seed \
+                     (a log of an older version?)",
                     e.seq,
                     other.summary(),
                     out.len()
                 ))),
             },
             Err(d) => {
-                *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
+                random_diverged(env, a, d, call);
                 Ok(false)
             }
         }
@@ -441,9 +588,10 @@ pub fn random_seed(mut out: Uint8Array) -> Res<bool> {
 }
 
 /// Replay: the next checkpoint, the number of calls the recording had made by then; NaN
-/// when there is none (or replay went live): then index.js calls [`random_diverged`].
+/// when the call is not replayed (went live, stopped, or no checkpoint left: a divergence
+/// at Math.random call number `call`, reported here).
 #[napi]
-pub fn random_checkpoint() -> Res<f64> {
+pub fn random_checkpoint(env: &Env, call: f64) -> Res<f64> {
     guarded(|| {
         let Some(a) = active()? else {
             return Ok(f64::NAN);
@@ -451,6 +599,10 @@ pub fn random_checkpoint() -> Res<f64> {
         let Session::Replay(r) = &a.core.session else {
             return Err(err("random_checkpoint called while recording"));
         };
+        if let Some(c) = a.core.stopped() {
+            apply(Verdict::Stop(c));
+            return Ok(f64::NAN);
+        }
         if r.is_live() {
             return Ok(f64::NAN);
         }
@@ -467,39 +619,33 @@ pub fn random_checkpoint() -> Res<f64> {
                 Ok(n as f64)
             }
             Err(d) => {
-                *PENDING.lock().unwrap_or_else(|p| p.into_inner()) = Some(d);
+                random_diverged(env, a, d, call);
                 Ok(f64::NAN)
             }
         }
     })
 }
 
-/// Replay: reports the divergence [`random_seed`] or [`random_checkpoint`] found at call
-/// number `call`, with the JS `stack`, under the policy. A call past the recorded ones is
-/// reported with the recorded number of calls (not of checkpoints) as the stream's length.
-/// The call runs live (there is no recorded value to fall back on).
-#[napi]
-pub fn random_diverged(call: f64, stack: String) -> Res<()> {
-    guarded(|| {
-        let Some(mut d) = PENDING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
-            return Ok(());
-        };
-        let Some(a) = active()? else { return Ok(()) };
-        let made = random_last().as_ref().and_then(checkpoint).unwrap_or(0);
-        if let DivergenceKind::Exhausted { recorded } = &mut d.kind {
-            *recorded = made;
-        }
-        let context = format!(
-            "Math.random call #{call}; the recording made {made} Math.random calls\n{stack}"
-        );
-        report(a, d, context);
-        Ok(())
-    })
+/// Reports the divergence [`random_seed`] or [`random_checkpoint`] found at call number
+/// `call`, with the JS stack, through the core. A call past the recorded ones is reported
+/// with the recorded number of calls (not of checkpoints) as the stream's length. The call
+/// runs live whatever the verdict (there is no recorded value to fall back on), unless
+/// replay stopped.
+fn random_diverged(env: &Env, a: &Active, mut d: Box<Divergence>, call: f64) {
+    let made = random_last().as_ref().and_then(checkpoint).unwrap_or(0);
+    if let DivergenceKind::Exhausted { recorded } = &mut d.kind {
+        *recorded = made;
+    }
+    let stack = js_stack(env).unwrap_or_default();
+    let context = format!(
+        "Math.random call #{call}; the recording made {made} Math.random calls\n{stack}"
+    );
+    apply(a.core.diverged(d.with_context(context)));
 }
 
 /// Replay, at exit: the program made `calls` calls of Math.random. Fewer than the recording
 /// made (the last checkpoint taken says more, or another checkpoint or the seed is still in
-/// the log) is a divergence, reported under the policy.
+/// the log) is a divergence, reported through the core ([`stop_code`] then says a stop).
 #[napi]
 pub fn random_end(calls: f64) -> Res<()> {
     guarded(|| {
@@ -507,7 +653,7 @@ pub fn random_end(calls: f64) -> Res<()> {
         let Session::Replay(r) = &a.core.session else {
             return Err(err("random_end called while recording"));
         };
-        if r.is_live() {
+        if r.is_live() || a.core.stopped().is_some() {
             return Ok(());
         }
         let calls = calls as u64;
@@ -525,62 +671,10 @@ pub fn random_end(calls: f64) -> Res<()> {
             |n| format!("the recording made {n}"),
         );
         let d = r.mismatch(expected, a.core.intern("end of the program"), 0, None);
-        report(
-            a,
-            d,
-            format!("the program ended after {calls} Math.random calls; {made}"),
-        );
+        let context = format!("the program ended after {calls} Math.random calls; {made}");
+        apply(a.core.diverged(d.with_context(context)));
         Ok(())
     })
-}
-
-/// A divergence a replay call found and did not report yet (the JS side reports it with
-/// its stack: [`diverged`], [`random_diverged`], `ev_diverged`).
-pub(crate) static PENDING: Mutex<Option<Box<Divergence>>> = Mutex::new(None);
-
-/// After [`replay_run`] returned 0: reports the divergence it found, if any, with
-/// `stack` (the JS frames of the call) in the report, and applies the policy. Returns the
-/// value the call returns (the recorded one under `warn-continue`), or NaN when it runs live;
-/// under `abort` [`exit_code`] is then 86 and index.js exits.
-#[napi]
-pub fn diverged(code: u32, stack: String) -> Res<f64> {
-    guarded(|| {
-        let Some(d) = PENDING.lock().unwrap_or_else(|p| p.into_inner()).take() else {
-            return Ok(f64::NAN);
-        };
-        let Some(a) = active()? else {
-            return Ok(f64::NAN);
-        };
-        Ok(match report(a, d, stack) {
-            Some(e) => value_of(&e, code),
-            None => f64::NAN,
-        })
-    })
-}
-
-/// Reports divergence `d` (with the JS `stack` of the call) under the session's policy.
-/// Returns the recorded event the call should get instead of running live (warn-continue),
-/// else None. Under `abort` this prints the report, sets [`exit_code`] to 86 and switches the
-/// session off; the JS side then exits.
-pub(crate) fn report(a: &Active, d: Box<Divergence>, stack: String) -> Option<Event> {
-    let d = if stack.is_empty() {
-        d
-    } else {
-        d.with_context(stack)
-    };
-    if a.core.options.policy == Policy::Abort {
-        // The core's own abort would call exit() from inside a JS call.
-        abort(&d);
-        a.done.store(true, Ordering::Relaxed);
-        return None;
-    }
-    let expected = d.expected.clone();
-    let stalled = matches!(d.kind, DivergenceKind::Stalled { .. });
-    a.core.diverged(&d);
-    match (a.core.options.policy, expected) {
-        (Policy::WarnContinue, Some(e)) if !stalled => Some(e),
-        _ => None,
-    }
 }
 
 /// The number a recorded event holds, NaN (run live) when it holds something else.
@@ -599,29 +693,6 @@ fn value_of(event: &Event, code: u32) -> f64 {
             );
             f64::NAN
         }
-    }
-}
-
-static ABORTED: AtomicBool = AtomicBool::new(false);
-
-/// The `abort` policy's report. The process exit is left to `index.js` (`process.exit`), so
-/// that Node shuts down its own threads instead of having exit() called under them.
-fn abort(d: &Divergence) {
-    eprintln!(
-        "{}  (policy abort: exiting with status {})",
-        d.render(),
-        replay_core::EXIT_DIVERGENCE
-    );
-    ABORTED.store(true, Ordering::Relaxed);
-}
-
-/// 86 once replay stopped on a divergence under the `abort` policy, else 0.
-#[napi]
-pub fn exit_code() -> i32 {
-    if ABORTED.load(Ordering::Relaxed) {
-        replay_core::EXIT_DIVERGENCE
-    } else {
-        0
     }
 }
 
@@ -652,28 +723,24 @@ pub fn flush() -> Res<()> {
     })
 }
 
-/// Ends the session (call once, at exit, after the last batch). Record: closes the log.
-/// Replay: events left over are a divergence. Returns the exit status the process should
-/// end with: 86 after a divergence under `abort`, else 0 (problems are printed as one line).
+/// Ends the session (call once, at exit, after the last batch and [`exit_status`]). Record:
+/// closes the log. Replay: the core checks the end (events and output left over, the exit
+/// status) under the policy. Returns the exit status the process must end with: a stop's
+/// (86 after a divergence under `abort`), else 0 (problems are printed as one line).
 #[napi]
 pub fn shutdown() -> Res<i32> {
     guarded(|| {
         let Some(a) = active()? else {
-            return Ok(exit_code());
+            return Ok(stop_code());
         };
         a.done.store(true, Ordering::Relaxed);
-        if let (Session::Replay(r), Policy::Abort) = (&a.core.session, a.core.options.policy) {
-            // As in `report`: report, and leave the exit to the caller.
-            if let Err(d) = r.finish() {
-                abort(&d);
-                return Ok(replay_core::EXIT_DIVERGENCE);
+        match a.core.shutdown() {
+            Ok(v) => {
+                apply(v);
             }
-            return Ok(0);
+            Err(msg) => eprintln!("replay: {msg}"),
         }
-        if let Err(msg) = a.core.shutdown() {
-            eprintln!("replay: {msg}");
-        }
-        Ok(0)
+        Ok(stop_code())
     })
 }
 

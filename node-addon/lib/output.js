@@ -1,0 +1,240 @@
+'use strict';
+// The program's output: every write to stdout and stderr, through process.stdout/stderr.write
+// (console.* writes there) or fs.writeSync/fs.write on fd 1 and 2. Record: each write is an
+// event of kind output.stdout/output.stderr holding the bytes as written (strings encoded as
+// the stream encodes them), in its place among the other events (index.js host.queueOut).
+// Replay: each write is compared with the recorded bytes before it is let through; the first
+// difference is a divergence the core reports (stream, byte offset, line, both texts, the JS
+// stack of the write) under the policy.
+//
+// Comparing crosses N-API rarely: recorded bytes are fetched a run of events at a time
+// (src/output.rs out_fetch) and compared here; the native side crosses again at the first
+// difference (out_differ, which hands the write and its stack to the core) and at exit
+// (out_end). Both sides count bytes per stream, so a write split differently in replay still
+// matches.
+//
+// Not seen: writes made by native code (process._rawDebug, V8's fatal error printing),
+// writes to /dev/stdout opened as a file, and writes while a hook runs the real function (they
+// happen in record only).
+
+const fs = require('fs');
+
+// The hook looks like the real function: name, length and own properties (fs.write's
+// custom promisify arguments, for util.promisify).
+function like(hook, real) {
+  for (const key of Reflect.ownKeys(real)) {
+    if (key === 'prototype' || key === 'arguments' || key === 'caller') continue;
+    Object.defineProperty(hook, key, Object.getOwnPropertyDescriptor(real, key));
+  }
+  return hook;
+}
+
+// Strings up to this long are encoded into one reused buffer in replay.
+const SCRATCH = 1 << 16;
+
+// `ev`: lib/events.js; `native`: the addon; `host`: index.js's (queueOut, checkStop, wentLive,
+// disable). Returns { end() (at exit, replay: the rest goes to the core), off() (replay went
+// live: compare no more) }.
+function install(ev, native, host) {
+  const replaying = ev.mode === 'replay';
+  const kinds = [ev.kind('output.stdout'), ev.kind('output.stderr')];
+  // Inside a hooked write: the stream's own fs.writeSync (a file stdout) is the same bytes.
+  let depth = 0;
+  let ended = false;
+  const restorers = [];
+
+  // Replay, per stream: the recorded bytes fetched (buf, compared up to pos), the stream
+  // bytes found equal so far (done), and off once a difference was reported (the core
+  // compares no more of the stream either) or replay went live.
+  const streams = [0, 1].map((s) => ({ s, buf: null, pos: 0, done: 0, off: false }));
+  const scratch = replaying ? Buffer.allocUnsafeSlow(SCRATCH) : null;
+
+  // The first m bytes at a[ai] and b[bi] are the same. Short runs (a console.log line) in
+  // JS: Buffer#compare's argument checks cost more than the loop.
+  function same(a, ai, b, bi, m) {
+    if (m > 32) return a.compare(b, bi, bi + m, ai, ai + m) === 0;
+    for (let j = 0; j < m; j++) if (a[ai + j] !== b[bi + j]) return false;
+    return true;
+  }
+
+  // Replay: compares the first n bytes of `bytes` with what the recording wrote next on
+  // stream s. True: let the write through.
+  function check(s, bytes, n) {
+    const t = streams[s];
+    if (t.off || n === 0) return true;
+    const before = t.done;
+    let i = 0;
+    while (i < n) {
+      if (t.buf === null || t.pos === t.buf.length) {
+        t.buf = native.outFetch(s, t.done);
+        t.pos = 0;
+        if (t.buf === null) break;
+        continue;
+      }
+      const m = Math.min(n - i, t.buf.length - t.pos);
+      if (!same(bytes, i, t.buf, t.pos, m)) break;
+      t.pos += m;
+      t.done += m;
+      i += m;
+    }
+    if (i === n) return true;
+    // A difference, or no recorded bytes left: the core compares the write again from where
+    // it started, reports the first difference with this write's stack, and decides.
+    t.off = true;
+    const go = native.outDiffer(s, before, bytes.subarray(0, n));
+    host.checkStop();
+    if (native.isLive()) host.wentLive();
+    return go;
+  }
+
+  // Replay: a string or bytes the program writes to stream s; true: let it through.
+  function checkChunk(s, chunk, encoding) {
+    if (typeof chunk === 'string') {
+      if (chunk.length * 3 <= SCRATCH) return check(s, scratch, scratch.write(chunk, 0, encoding));
+      const b = Buffer.from(chunk, encoding);
+      return check(s, b, b.length);
+    }
+    return check(s, chunk, chunk.length);
+  }
+
+  // A write of `chunk` (a string in `encoding`, or a Uint8Array) to stream s by `write`
+  // (which writes it): recorded after it was written, compared before in replay.
+  function hooked(s, chunk, encoding, write) {
+    if (replaying) {
+      let go = true;
+      try {
+        go = checkChunk(s, chunk, encoding);
+      } catch (e) {
+        ev.fail('replay', e);
+      }
+      // Replay stopped (checkStop ended the process already, unless it could not).
+      if (!go) return undefined;
+    }
+    depth++;
+    let r;
+    try {
+      r = write();
+    } finally {
+      depth--;
+    }
+    if (!replaying) {
+      try {
+        host.queueOut(kinds[s], chunk, encoding);
+      } catch (e) {
+        ev.fail('recording', e);
+      }
+    }
+    return r;
+  }
+
+  const bypass = () => !ev.on || ended || ev.busy || depth > 0;
+
+  // process.stdout/stderr are made on first use (a getter of process): hooked then, so that
+  // a program that never prints gets no stream made by the addon.
+  function hookStream(stream, s) {
+    if (!stream || typeof stream.write !== 'function') return;
+    const real = stream.write;
+    const own = Object.getOwnPropertyDescriptor(stream, 'write');
+    stream.write = like(function write(chunk, encoding, cb) {
+      if (bypass() || (typeof chunk !== 'string' && !(chunk instanceof Uint8Array))) {
+        return real.apply(this, arguments);
+      }
+      const enc =
+        typeof encoding === 'string' && encoding !== 'buffer'
+          ? encoding
+          : (this._writableState && this._writableState.defaultEncoding) || 'utf8';
+      const args = arguments;
+      return hooked(s, chunk, enc, () => real.apply(this, args));
+    }, real);
+    restorers.push(() => {
+      if (own) Object.defineProperty(stream, 'write', own);
+      else delete stream.write;
+    });
+  }
+
+  for (const [name, s] of [
+    ['stdout', 0],
+    ['stderr', 1],
+  ]) {
+    const desc = Object.getOwnPropertyDescriptor(process, name);
+    if (!desc || !desc.configurable || typeof desc.get !== 'function') {
+      hookStream(process[name], s);
+      continue;
+    }
+    let done = false;
+    Object.defineProperty(process, name, {
+      configurable: true,
+      enumerable: desc.enumerable,
+      get: like(function get() {
+        const stream = desc.get.call(this);
+        if (!done) {
+          done = true;
+          hookStream(stream, s);
+        }
+        return stream;
+      }, desc.get),
+    });
+    restorers.push(() => Object.defineProperty(process, name, desc));
+  }
+
+  // fs.write(Sync)'s bytes: (fd, string[, position[, encoding]]) or (fd, buffer, offset
+  // [, length[, position]]) or (fd, buffer[, options]). null when the arguments are not
+  // valid (the real call then says why, and nothing is written).
+  function fsChunk(args) {
+    const data = args[1];
+    if (typeof data === 'string') return data;
+    if (!ArrayBuffer.isView(data)) return null;
+    let offset = 0;
+    let length;
+    const o = args[2];
+    if (o !== null && typeof o === 'object') {
+      if (o.offset !== undefined) offset = o.offset;
+      length = o.length;
+    } else {
+      if (typeof o === 'number') offset = o;
+      if (typeof args[3] === 'number') length = args[3];
+    }
+    if (length === undefined) length = data.byteLength - offset;
+    if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0) return null;
+    if (offset + length > data.byteLength) return null;
+    return Buffer.from(data.buffer, data.byteOffset + offset, length);
+  }
+
+  for (const name of ['writeSync', 'write']) {
+    const real = fs[name];
+    if (typeof real !== 'function') continue;
+    fs[name] = like(function (fd) {
+      if ((fd !== 1 && fd !== 2) || bypass()) return real.apply(this, arguments);
+      const chunk = fsChunk(arguments);
+      if (chunk === null) return real.apply(this, arguments);
+      const enc = typeof chunk === 'string' && typeof arguments[3] === 'string' ? arguments[3] : 'utf8';
+      const args = arguments;
+      return hooked(fd - 1, chunk, enc, () => real.apply(this, args));
+    }, real);
+    restorers.push(() => {
+      fs[name] = real;
+    });
+  }
+
+  ev.onDisable(() => {
+    ended = true;
+    for (const fn of restorers.splice(0)) fn();
+  });
+
+  return {
+    // At exit (replay): what was found equal goes to the core, which then checks that the
+    // program wrote everything recorded. Writes after this (exit listeners running after
+    // index.js's) are not compared, as record does not record them.
+    end() {
+      if (ended) return;
+      ended = true;
+      if (!replaying) return;
+      for (const t of streams) if (!t.off) native.outEnd(t.s, t.done);
+    },
+    off() {
+      for (const t of streams) t.off = true;
+    },
+  };
+}
+
+module.exports = { install };
