@@ -1,37 +1,117 @@
 //! `replay record` / `replay replay`: the child gets REPLAY_MODE, REPLAY_LOG and
-//! REPLAY_<KEY>, and the launcher exits with the child's status.
+//! REPLAY_<KEY>, and the launcher exits with the child's status. Its stdout, stderr and
+//! exit status are recorded into LOG.stdio and compared with it on replay.
 
 mod common;
 use common::*;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The launcher run in `dir` (where logs without --log go) with extra environment; the
+/// output as bytes, for byte-for-byte checks.
+struct Raw {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+fn launch_in(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Raw {
+    let o = Command::new(BIN)
+        .current_dir(dir)
+        .envs(env.iter().copied())
+        .args(args)
+        .output()
+        .expect("run replay");
+    Raw {
+        code: o.status.code().unwrap_or(-1),
+        stdout: o.stdout,
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// The issue's program: its stdout depends on an environment variable no hook covers.
+const ECHO_X: &str = "echo \"X=$X\"; echo err >&2";
 
 const SHOW: &str = "echo \"mode=$REPLAY_MODE log=${REPLAY_LOG-unset} policy=${REPLAY_POLICY-unset} x=${REPLAY_MY_KEY-unset}\"";
 
+/// The text of `s` with the digits of pids and times replaced by `N`.
+fn digits_as_n(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if !c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('N') {
+            out.push('N');
+        }
+    }
+    out
+}
+
 #[test]
 fn record_passes_environment_and_status() {
-    let r = replay(&[
-        "record",
-        "--log",
-        "out-%p.replay",
-        "-k",
-        "policy=warn-live",
-        "-k",
-        "my-key=1",
-        "--",
-        "sh",
-        "-c",
-        SHOW,
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(
-        r.stdout,
-        "mode=record log=out-%p.replay policy=warn-live x=1\n"
+    let d = tempfile::tempdir().unwrap();
+    let r = launch_in(
+        d.path(),
+        &[],
+        &[
+            "record",
+            "--log",
+            "out-%p.replay",
+            "-k",
+            "policy=warn-live",
+            "-k",
+            "my-key=1",
+            "--",
+            "sh",
+            "-c",
+            SHOW,
+        ],
     );
-    let r = replay(&["record", "--", "sh", "-c", &format!("{SHOW}; exit 7")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // %p is expanded by the launcher, so that the log and its .stdio are a pair.
+    let out = String::from_utf8(r.stdout).unwrap();
+    assert_eq!(
+        digits_as_n(&out),
+        "mode=record log=out-N.replay policy=warn-live x=N\n"
+    );
+    let log = out.split(' ').nth(1).unwrap().strip_prefix("log=").unwrap();
+    assert!(d.path().join(format!("{log}.stdio")).is_file());
+    // Without --log the launcher names the log (and says so), for the same reason.
+    let r = launch_in(
+        d.path(),
+        &[],
+        &["record", "--", "sh", "-c", &format!("{SHOW}; exit 7")],
+    );
     assert_eq!(r.code, 7);
-    assert_eq!(r.stdout, "mode=record log=unset policy=unset x=unset\n");
+    assert_eq!(
+        digits_as_n(&String::from_utf8(r.stdout).unwrap()),
+        "mode=record log=replay-N.replay policy=unset x=unset\n"
+    );
+    assert!(
+        digits_as_n(&r.stderr).starts_with(
+            "replay: recording to replay-N.replay, the program's output to replay-N.replay.stdio"
+        ),
+        "{}",
+        r.stderr
+    );
+    // With the output not recorded, the front end names the log, as before.
+    let r = launch_in(
+        d.path(),
+        &[],
+        &["record", "-k", "verify-output=off", "--", "sh", "-c", SHOW],
+    );
+    assert_eq!(
+        String::from_utf8(r.stdout).unwrap(),
+        "mode=record log=unset policy=unset x=unset\n"
+    );
     // Without `--` too: everything from the program on is its own.
-    let r = replay(&["record", "sh", "-c", "echo \"$0 $1\"", "-k", "x"]);
-    assert_eq!((r.code, r.stdout.as_str()), (0, "-k x\n"));
+    let r = launch_in(
+        d.path(),
+        &[],
+        &["record", "sh", "-c", "echo \"$0 $1\"", "-k", "x"],
+    );
+    assert_eq!((r.code, r.stdout.as_slice()), (0, &b"-k x\n"[..]));
 }
 
 #[test]
@@ -68,7 +148,12 @@ fn replay_checks_the_log_first() {
 
 #[test]
 fn signals_bad_keys_and_missing_programs() {
-    let r = replay(&["record", "--", "sh", "-c", "kill -TERM $$"]);
+    let d = tempfile::tempdir().unwrap();
+    let r = launch_in(
+        d.path(),
+        &[],
+        &["record", "--", "sh", "-c", "kill -TERM $$"],
+    );
     assert_eq!(r.code, 128 + 15);
     for bad in [
         "policy=explode",
@@ -87,8 +172,14 @@ fn signals_bad_keys_and_missing_programs() {
             r.stderr
         );
     }
-    let r = replay(&["record", "--", "/no/such/program"]);
+    let d = tempfile::tempdir().unwrap();
+    let r = launch_in(d.path(), &[], &["record", "--", "/no/such/program"]);
     assert_eq!(r.code, 127);
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        0,
+        "a program that cannot run leaves no output log"
+    );
     assert!(
         r.stderr
             .starts_with("replay: /no/such/program: cannot run: "),
@@ -96,4 +187,326 @@ fn signals_bad_keys_and_missing_programs() {
         r.stderr
     );
     assert_eq!(replay(&["record"]).code, 2, "a program is required");
+}
+
+/// Records `script` under `sh -c` with `env` into `dir/a.replay(.stdio)`. `sh` has no front
+/// end, so the program's own log is not written: only the launcher's output log.
+fn record_sh(dir: &Path, env: &[(&str, &str)], script: &str) -> Raw {
+    let r = launch_in(
+        dir,
+        env,
+        &["record", "--log", "a.replay", "--", "sh", "-c", script],
+    );
+    assert!(dir.join("a.replay.stdio").is_file(), "{}", r.stderr);
+    r
+}
+
+fn replay_sh(dir: &Path, env: &[(&str, &str)], keys: &[&str], script: &str) -> Raw {
+    let mut args = vec!["replay", "--log", "a.replay"];
+    for k in keys {
+        args.extend(["-k", k]);
+    }
+    args.extend(["--", "sh", "-c", script]);
+    launch_in(dir, env, &args)
+}
+
+fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+#[test]
+fn output_that_depends_on_an_unhooked_input_diverges() {
+    let d = tempfile::tempdir().unwrap();
+    let rec = record_sh(d.path(), &[("X", "one")], ECHO_X);
+    assert_eq!(rec.code, 0, "{}", rec.stderr);
+    assert_eq!(rec.stdout, b"X=one\n", "the output passes through");
+    assert_eq!(rec.stderr, "err\n");
+    let info = replay(&["info", p(&d.path().join("a.replay.stdio"))]);
+    assert!(
+        info.stdout.contains("runtime:   launcher "),
+        "{}",
+        info.stdout
+    );
+    assert!(info.stdout.contains("output.stdout"), "{}", info.stdout);
+
+    let same = replay_sh(d.path(), &[("X", "one")], &[], ECHO_X);
+    assert_eq!(same.code, 0, "{}", same.stderr);
+    assert_eq!(same.stdout, rec.stdout);
+    assert_eq!(same.stderr, "err\n", "nothing but the program's own stderr");
+
+    let other = replay_sh(d.path(), &[("X", "two")], &[], ECHO_X);
+    assert_eq!(other.code, 86, "{}", other.stderr);
+    assert_eq!(
+        other.stdout, b"X=two\n",
+        "the program's output is still shown"
+    );
+    let e = &other.stderr;
+    assert!(
+        e.contains("replay: DIVERGENCE: the program's stdout differs from the recording at byte 2 (line 1)"),
+        "{e}"
+    );
+    assert!(e.contains("  recorded: \"X=one\"\n"), "{e}");
+    assert!(e.contains("  replayed: \"X=two\"\n"), "{e}");
+    assert!(e.contains("(policy abort: exiting with status 86)"), "{e}");
+    assert_eq!(count(e, "DIVERGENCE"), 1, "{e}");
+
+    // Under warn-live the program runs to its end, and the launcher says replay diverged.
+    let live = replay_sh(d.path(), &[("X", "two")], &["policy=warn-live"], ECHO_X);
+    assert_eq!(live.code, 0, "{}", live.stderr);
+    assert_eq!(live.stdout, b"X=two\n");
+    assert!(live.stderr.contains("(policy warn-live"), "{}", live.stderr);
+    assert!(
+        live.stderr.contains("replay diverged 1 time(s)"),
+        "{}",
+        live.stderr
+    );
+
+    // The policy can come from the environment, as for the program's front end.
+    let env = replay_sh(
+        d.path(),
+        &[("X", "two"), ("REPLAY_POLICY", "warn-continue")],
+        &[],
+        ECHO_X,
+    );
+    assert_eq!(env.code, 0, "{}", env.stderr);
+    assert!(
+        env.stderr.contains("(policy warn-continue"),
+        "{}",
+        env.stderr
+    );
+}
+
+#[test]
+fn verify_output_off_compares_and_records_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    record_sh(d.path(), &[("X", "one")], ECHO_X);
+    let off = replay_sh(d.path(), &[("X", "two")], &["verify-output=off"], ECHO_X);
+    assert_eq!(off.code, 0, "{}", off.stderr);
+    assert_eq!(off.stdout, b"X=two\n");
+    // Not recorded either: no output log, so replay says in one line it cannot compare.
+    let r = launch_in(
+        d.path(),
+        &[],
+        &[
+            "record",
+            "--log",
+            "b.replay",
+            "-k",
+            "verify-output=off",
+            "--",
+            "sh",
+            "-c",
+            "echo b",
+        ],
+    );
+    assert_eq!((r.code, r.stdout.as_slice()), (0, &b"b\n"[..]));
+    assert!(!d.path().join("b.replay.stdio").exists());
+    standard(&d.path().join("b.replay"), None);
+    let r = launch_in(
+        d.path(),
+        &[],
+        &["replay", "--log", "b.replay", "--", "sh", "-c", "echo c"],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_slice()),
+        (0, &b"c\n"[..]),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("replay: note: b.replay.stdio does not exist"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn another_exit_status_diverges() {
+    let d = tempfile::tempdir().unwrap();
+    let script = "echo out; exit $CODE";
+    assert_eq!(record_sh(d.path(), &[("CODE", "3")], script).code, 3);
+    let same = replay_sh(d.path(), &[("CODE", "3")], &[], script);
+    assert_eq!(same.code, 3, "{}", same.stderr);
+    assert_eq!(same.stderr, "");
+    let other = replay_sh(d.path(), &[("CODE", "0")], &[], script);
+    assert_eq!(other.code, 86, "{}", other.stderr);
+    assert!(
+        other
+            .stderr
+            .contains("the program exited with status 0; the recording exited with 3"),
+        "{}",
+        other.stderr
+    );
+    // A signal is 128+N on both sides.
+    let killed = "echo out; kill -TERM $$";
+    assert_eq!(record_sh(d.path(), &[], killed).code, 128 + 15);
+    assert_eq!(replay_sh(d.path(), &[], &[], killed).code, 128 + 15);
+}
+
+#[test]
+fn output_passes_byte_for_byte() {
+    let d = tempfile::tempdir().unwrap();
+    // No trailing line feeds, bytes that are not UTF-8, a long run and both streams.
+    let script = "printf 'a\\nb'; printf '\\377\\001' >&2; head -c 300000 /dev/zero | tr '\\0' x; printf 'end'";
+    let rec = record_sh(d.path(), &[], script);
+    assert_eq!(rec.code, 0, "{}", rec.stderr);
+    let mut want = b"a\nb".to_vec();
+    want.extend(std::iter::repeat_n(b'x', 300_000));
+    want.extend(b"end");
+    assert!(
+        rec.stdout == want,
+        "stdout differs ({} bytes)",
+        rec.stdout.len()
+    );
+    let raw = Command::new(BIN)
+        .current_dir(d.path())
+        .args(["replay", "--log", "a.replay", "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    assert_eq!(
+        raw.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&raw.stderr)
+    );
+    assert!(
+        raw.stdout == want,
+        "stdout differs ({} bytes)",
+        raw.stdout.len()
+    );
+    assert_eq!(raw.stderr, b"\xff\x01");
+}
+
+#[test]
+fn more_or_less_output_than_recorded_diverges() {
+    let d = tempfile::tempdir().unwrap();
+    let script =
+        "echo one; echo two; [ -n \"$MORE\" ] && echo three; [ -n \"$LESS\" ] || echo four; true";
+    assert_eq!(record_sh(d.path(), &[], script).code, 0);
+    assert_eq!(replay_sh(d.path(), &[], &[], script).code, 0);
+
+    let more = replay_sh(d.path(), &[("MORE", "1")], &[], script);
+    assert_eq!(more.code, 86, "{}", more.stderr);
+    assert!(
+        more.stderr
+            .contains("stdout differs from the recording at byte 8 (line 3)"),
+        "{}",
+        more.stderr
+    );
+    assert!(
+        more.stderr
+            .contains("  recorded: \"four\"\n  replayed: \"three\"\n"),
+        "{}",
+        more.stderr
+    );
+
+    let less = replay_sh(d.path(), &[("LESS", "1")], &[], script);
+    assert_eq!(less.code, 86, "{}", less.stderr);
+    assert_eq!(less.stdout, b"one\ntwo\n");
+    assert!(
+        less.stderr
+            .contains("stdout differs from the recording at byte 8 (line 3)"),
+        "{}",
+        less.stderr
+    );
+    assert!(
+        less.stderr
+            .contains("  recorded: \"four\"\n  replayed: (nothing: the program ended)"),
+        "{}",
+        less.stderr
+    );
+
+    // Past the recorded end of a stream.
+    let d = tempfile::tempdir().unwrap();
+    assert_eq!(record_sh(d.path(), &[], "echo one").code, 0);
+    let past = replay_sh(
+        d.path(),
+        &[("MORE", "1")],
+        &[],
+        "echo one; [ -n \"$MORE\" ] && echo extra >&2; true",
+    );
+    assert_eq!(past.code, 86, "{}", past.stderr);
+    assert!(
+        past.stderr
+            .contains("the program's stderr differs from the recording at byte 0 (line 1)"),
+        "{}",
+        past.stderr
+    );
+    assert!(
+        past.stderr
+            .contains("recorded: (nothing: the recorded stderr ends here)"),
+        "{}",
+        past.stderr
+    );
+}
+
+#[test]
+fn a_front_end_report_is_not_reported_twice() {
+    let d = tempfile::tempdir().unwrap();
+    // What the C, Node or JVM front end writes when it diverges in the program (REPORT):
+    // the report on stderr, then exit 86. The launcher passes both through and adds nothing.
+    // A front end's note (NOTE) in one run only is not a difference in the program's output.
+    let script = r#"echo out
+if [ -n "$REPORT" ]; then
+  echo 'replay: DIVERGENCE: event #3 in thread 0 "main": the program made a different call than the recording' >&2
+  echo '  next: replay dump a.replay --around 3' >&2
+  exit 86
+fi
+[ -n "$NOTE" ] && echo 'replay: note: something the record run did not say' >&2
+echo err >&2"#;
+    assert_eq!(record_sh(d.path(), &[], script).code, 0);
+    let r = replay_sh(d.path(), &[("REPORT", "1")], &[], script);
+    assert_eq!(r.code, 86, "{}", r.stderr);
+    assert_eq!(count(&r.stderr, "DIVERGENCE"), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .ends_with("  next: replay dump a.replay --around 3\n"),
+        "{}",
+        r.stderr
+    );
+    let r = replay_sh(d.path(), &[("NOTE", "1")], &[], script);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "replay: note: something the record run did not say\nerr\n"
+    );
+}
+
+#[test]
+fn a_stopped_replay_does_not_wait_for_what_the_program_left_running() {
+    let d = tempfile::tempdir().unwrap();
+    // The shell's background sleep keeps the output pipes open after the shell is killed
+    // (diverged) or has exited (no divergence).
+    let script = "echo \"X=$X\"; sleep 30 & [ -n \"$WAIT\" ] && wait; true";
+    assert_eq!(record_sh(d.path(), &[("X", "one")], script).code, 0);
+    let t = Instant::now();
+    let r = replay_sh(d.path(), &[("X", "two"), ("WAIT", "1")], &[], script);
+    assert_eq!(r.code, 86, "{}", r.stderr);
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    let t = Instant::now();
+    let r = replay_sh(d.path(), &[("X", "one")], &[], script);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+}
+
+#[test]
+fn an_output_log_of_another_program_is_refused() {
+    let d = tempfile::tempdir().unwrap();
+    assert_eq!(record_sh(d.path(), &[], "echo ran").code, 0);
+    let r = launch_in(
+        d.path(),
+        &[],
+        &[
+            "replay", "--log", "a.replay", "--", "env", "sh", "-c", "echo ran",
+        ],
+    );
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "the program must not run");
+    assert!(
+        r.stderr.contains("recorded by launcher running sh"),
+        "{}",
+        r.stderr
+    );
 }
