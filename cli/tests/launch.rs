@@ -510,3 +510,54 @@ fn an_output_log_of_another_program_is_refused() {
         r.stderr
     );
 }
+
+#[test]
+fn a_c_program_whose_output_depends_on_its_pid_diverges() {
+    let d = tempfile::tempdir().unwrap();
+    let src = d.path().join("pid.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\n#include <unistd.h>\n\
+         int main(void) { printf(\"start\\npid %ld\\n\", (long)getpid()); \
+         fprintf(stderr, \"no newline\"); return 0; }\n",
+    )
+    .unwrap();
+    let exe = d.path().join("pid");
+    let cc = Command::new("cc").arg(&src).arg("-o").arg(&exe).output();
+    let cc = cc.expect("a C compiler (cc) is needed");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let run = |mode: &str| launch_in(d.path(), &[], &[mode, "--log", "pid.replay", "--", p(&exe)]);
+    let rec = run("record");
+    assert_eq!(rec.code, 0, "{}", rec.stderr);
+    assert_eq!(rec.stderr, "no newline");
+    let rep = run("replay");
+    assert_eq!(rep.code, 86, "{}", rep.stderr);
+    let e = &rep.stderr;
+    // The first differing digit of the two pids: past "start\npid ".
+    let at = e
+        .split("the program's stdout differs from the recording at byte ")
+        .nth(1)
+        .and_then(|r| r.split_once(" (line 2)"))
+        .and_then(|(n, _)| n.parse::<u32>().ok());
+    assert!(at.is_some_and(|n| n >= 10), "{e}");
+    let recorded = String::from_utf8(rec.stdout).unwrap();
+    let replayed = String::from_utf8(rep.stdout).unwrap();
+    assert!(
+        e.contains(&format!(
+            "  recorded: {:?}\n",
+            recorded.lines().nth(1).unwrap()
+        )),
+        "{e}"
+    );
+    assert!(
+        e.contains(&format!(
+            "  replayed: {:?}\n",
+            replayed.lines().nth(1).unwrap()
+        )),
+        "{e}"
+    );
+}
