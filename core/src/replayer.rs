@@ -312,13 +312,6 @@ impl Replayer {
                     });
                 }
             }
-            if let (0, Some(End::Cut { offset, why })) = (src.total, &src.end) {
-                // Replay would diverge on the first call; say why up front.
-                eprintln!(
-                    "replay: warning: {} holds no events: it was cut at offset {offset} ({why})",
-                    r.inner.path.display()
-                );
-            }
         }
         let main = r.bind(Some(0), "main");
         LOCAL.with(|l| *l.borrow_mut() = Some(main));

@@ -128,11 +128,10 @@ impl Divergence {
             return None;
         };
         Some(format!(
-            "replay: the recording ends at event #{} ({t} \"{}\" went on): the recorder was killed or cut ({} cut at byte {offset}: {why})",
+            "replay: the recording ends at event #{} (thread \"{}\" went on): the recorder was killed or cut ({} cut at byte {offset}: {why})",
             self.seq,
             self.thread_name,
             self.log.display(),
-            t = format_args!("thread {}", self.thread_display()),
         ))
     }
 

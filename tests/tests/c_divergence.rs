@@ -129,13 +129,11 @@ fn events_left_over_at_exit_are_a_divergence_from_the_exit_handler() {
 fn a_recorded_value_of_another_c_type_is_a_divergence() {
     let dir = tempfile::tempdir().unwrap();
     // Same source, same call site; the second build reads the last value as a double.
+    // Both named `diverge` (another executable name is another program: refused at start).
+    let double_dir = dir.path().join("double");
+    std::fs::create_dir(&double_dir).unwrap();
     let as_int = compile_c("diverge", "diverge", dir.path(), &[]);
-    let as_double = compile_c(
-        "diverge",
-        "diverge_double",
-        dir.path(),
-        &["-DVALUE_T=double"],
-    );
+    let as_double = compile_c("diverge", "diverge", &double_dir, &["-DVALUE_T=double"]);
     let log = dir.path().join("type.replay");
     assert_eq!(run(&mut replay_command(&as_int, "record", &log)).code(), 0);
 
@@ -157,4 +155,62 @@ fn a_recorded_value_of_another_c_type_is_a_divergence() {
         "{}",
         live.stdout_text()
     );
+}
+
+/// Regression: under `abort`, threads other than the one whose call diverged went on
+/// running live while the process exited (live values, real reads: 19 of 560 replays of cut
+/// logs). Now the first report stops every thread's next call. Replays of the log cut at
+/// many points: each either runs to the end with recorded values or stops with 86, and no
+/// printed value is a live one.
+#[test]
+fn after_a_report_under_abort_no_thread_runs_live() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile_c("abort_threads", "abort_threads", dir.path(), &[]);
+    let log = dir.path().join("threads.replay");
+    let rec = run(replay_command(&exe, "record", &log).env("REPLAY_FLUSH", "1ms"));
+    assert_eq!(rec.code(), 0, "{}", rec.stderr);
+    let bytes = std::fs::read(&log).unwrap();
+    let cuts = 80;
+    let mut stopped = 0;
+    // Cuts after the header (a log cut inside it cannot be replayed at all).
+    let header_end = 13 + 24 + u32::from_le_bytes(bytes[21..25].try_into().unwrap()) as usize;
+    for i in 1..=cuts {
+        let at = header_end + (bytes.len() - header_end) * i / (cuts + 1);
+        let cut = dir.path().join(format!("cut{i}.replay"));
+        std::fs::write(&cut, &bytes[..at]).unwrap();
+        // Relaxed order lets the other threads run on while the report is written (strict
+        // order would hold them at their turns), which is where live calls slipped in.
+        let order = if i % 2 == 0 { "relaxed" } else { "strict" };
+        let r = run(replay_command(&exe, "replay", &cut)
+            .env("LIVE_MARK", "1")
+            .env("REPLAY_ORDER", order));
+        let out = r.stdout_text();
+        let live: Vec<&str> = out
+            .lines()
+            .filter(|l| {
+                l.split(' ')
+                    .nth(1)
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_none_or(|v| v >= 1_000_000)
+            })
+            .collect();
+        assert!(
+            live.is_empty(),
+            "cut at {at}: live values {live:?}\n{}",
+            r.stderr
+        );
+        match r.code() {
+            86 => {
+                stopped += 1;
+                assert!(
+                    r.stderr.contains("the recorder was killed or cut"),
+                    "cut at {at}: {}",
+                    r.stderr
+                );
+            }
+            0 => {}
+            c => panic!("cut at {at}: exit {c}: {}", r.stderr),
+        }
+    }
+    assert!(stopped > cuts / 2, "{stopped} of {cuts} cut logs stopped");
 }

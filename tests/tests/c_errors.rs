@@ -153,7 +153,8 @@ fn replay_of_missing_empty_random_or_cut_logs_is_one_line_never_a_crash() {
     }
 
     // Cut inside the events: the header is fine, so replay starts, and the program's first
-    // call finds no recorded event: a divergence with status 86 (not a crash).
+    // call finds no recorded event: the recording ends there, said in one line, status 86
+    // (not a crash).
     // Frames: "REPLAY-LOG 1\n", then each a 24-byte header whose bytes 8..12 hold the length
     // that follows. The first frame is the header, the second the chunk of events.
     let frame_len =
@@ -168,5 +169,11 @@ fn replay_of_missing_empty_random_or_cut_logs_is_one_line_never_a_crash() {
     std::fs::write(&cut, &bytes[..chunk_at + frame_len(chunk_at) / 2]).unwrap();
     let f = run(&mut replay_command(&exe, "replay", &cut));
     assert_eq!(f.code(), 86, "{}", f.stderr);
-    assert!(f.stderr.contains("DIVERGENCE"), "{}", f.stderr);
+    assert_eq!(f.stderr_lines().len(), 1, "{}", f.stderr);
+    assert!(
+        f.stderr
+            .contains("the recording ends at event #0 (thread \"main\" went on): the recorder was killed or cut"),
+        "{}",
+        f.stderr
+    );
 }
