@@ -19,7 +19,8 @@ Exit codes:
   4    the output cannot be written (timeline -o FILE, or stdout; a closed pipe is not an
        error: `replay dump x | head` exits 0)
   record/replay exit with the program's status (128+N if signal N killed it; 126 if it
-  cannot be run, 127 if it is not found).
+  cannot be run, 127 if it is not found); replay exits 86 when the program diverged
+  from the recording: a call, its output (LOG.stdio) or its exit status.
 
 Errors are one line on stderr: `replay: <LOG>: <reason>`, naming the byte offset when
 there is one.";

@@ -280,9 +280,16 @@ fn output_that_depends_on_an_unhooked_input_diverges() {
 fn verify_output_off_compares_and_records_nothing() {
     let d = tempfile::tempdir().unwrap();
     record_sh(d.path(), &[("X", "one")], ECHO_X);
+    // sh has no front end, so only a.replay.stdio exists: enough to replay, with the output
+    // compared; without the comparison, a.replay must be a log.
+    let off = replay_sh(d.path(), &[("X", "two")], &["verify-output=off"], ECHO_X);
+    assert_eq!(off.code, 3, "{}", off.stderr);
+    assert!(off.stdout.is_empty());
+    standard(&d.path().join("a.replay"), None);
     let off = replay_sh(d.path(), &[("X", "two")], &["verify-output=off"], ECHO_X);
     assert_eq!(off.code, 0, "{}", off.stderr);
     assert_eq!(off.stdout, b"X=two\n");
+    assert_eq!(off.stderr, "err\n");
     // Not recorded either: no output log, so replay says in one line it cannot compare.
     let r = launch_in(
         d.path(),

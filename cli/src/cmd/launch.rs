@@ -84,8 +84,9 @@ pub struct RecordArgs {
   replay replay --log app.replay -- ./app --port 8080
   replay replay --log app.replay -k policy=warn-live -k timeout=30s -- node --require replay-node app.js
 
-Checks that LOG is a readable replay log (exit 3 if not), then sets REPLAY_MODE=replay,
-REPLAY_LOG=LOG and REPLAY_<KEY>=VALUE for each -k, and runs the program.
+Checks that LOG is a readable replay log (exit 3 if not; a program without a front end
+has only LOG.stdio, which is enough), then sets REPLAY_MODE=replay, REPLAY_LOG=LOG and
+REPLAY_<KEY>=VALUE for each -k, and runs the program.
 
 When LOG.stdio exists (written by `replay record`), the program's stdout and stderr pass
 through the launcher unchanged and are compared with the recorded ones, each as one byte
@@ -190,13 +191,13 @@ pub fn record(a: RecordArgs) -> Res<u8> {
 }
 
 pub fn replay(a: ReplayArgs) -> Res<u8> {
+    let mut s = Setup::new(&a.common, "replay")?;
     // Fail here, with the log's own error, rather than inside the program. A program
     // without a front end has only its output recorded: LOG.stdio without LOG.
     let stdio = stdio_path(&a.log);
-    if a.log.exists() || !stdio.exists() {
+    if a.log.exists() || !(s.options.verify_output && stdio.exists()) {
         log::open(&a.log)?;
     }
-    let mut s = Setup::new(&a.common, "replay")?;
     s.env
         .push(("REPLAY_LOG".into(), a.log.clone().into_os_string()));
     let stdio = if !s.options.verify_output {
