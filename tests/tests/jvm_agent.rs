@@ -586,8 +586,15 @@ fn uuid_and_secure_random_replay_through_their_dev_urandom_reads() {
     }
 }
 
-/// Records `Buffered <rec_arg>` and replays `Buffered <rep_arg>`: (recorded stdout, replay).
-fn buffered(jdk: &Jdk, dir: &Path, rec_arg: &[&str], rep_arg: &[&str]) -> (String, Finished) {
+/// Records `Buffered <rec_arg>` and replays `Buffered <rep_arg>` (with `extra` replay
+/// options): (recorded stdout, replay).
+fn buffered_with(
+    jdk: &Jdk,
+    dir: &Path,
+    rec_arg: &[&str],
+    rep_arg: &[&str],
+    extra: &str,
+) -> (String, Finished) {
     let log = dir.join(format!("b-{}.replay", rec_arg.join("-")));
     let recorded = ok(
         &java(
@@ -604,11 +611,15 @@ fn buffered(jdk: &Jdk, dir: &Path, rec_arg: &[&str], rep_arg: &[&str]) -> (Strin
         jdk,
         dir,
         &[],
-        Some(&format!("replay,log={}", log.display())),
+        Some(&format!("replay,log={}{extra}", log.display())),
         "Buffered",
         rep_arg,
     );
     (recorded, o)
+}
+
+fn buffered(jdk: &Jdk, dir: &Path, rec_arg: &[&str], rep_arg: &[&str]) -> (String, Finished) {
+    buffered_with(jdk, dir, rec_arg, rep_arg, "")
 }
 
 #[test]
@@ -619,8 +630,23 @@ fn buffered_replay_matches_and_a_mid_run_change_is_reported_at_that_call() {
         let (recorded, o) = buffered(jdk, dir.path(), &[], &[]);
         assert_eq!(recorded, ok(&o, "replay"), "{}", name(jdk));
 
-        // At call 3000 of a run of nanoTime events the program reads currentTimeMillis.
+        // At call 3000 of a run of nanoTime events the program prints "at 3000": with the
+        // output compared, that write is the first divergence (the recording read the clock).
         let (_, o) = buffered(jdk, dir.path(), &[], &["changed"]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(86), "{}: {err}", name(jdk));
+        assert!(err.contains("expected: java.lang.System.nanoTime"), "{err}");
+        assert!(err.contains("actual:   output.stdout"), "{err}");
+        assert!(err.contains("at Buffered.main(Buffered.java"), "{err}");
+        assert!(
+            !text(&o.stdout).contains("at 3000"),
+            "stopped before the write"
+        );
+
+        // Without output verification the print passes and the clock call that follows is
+        // the divergence: it reads currentTimeMillis.
+        let off = ",verify-output=off";
+        let (_, o) = buffered_with(jdk, dir.path(), &[], &["changed"], off);
         let err = text(&o.stderr);
         let out = text(&o.stdout);
         assert_eq!(o.status.code(), Some(86), "{}: {err}", name(jdk));
@@ -634,7 +660,7 @@ fn buffered_replay_matches_and_a_mid_run_change_is_reported_at_that_call() {
         assert!(!out.contains("after nanos"), "stopped at the call: {out}");
 
         // There it opens a file: a divergence, never the file event served out of order.
-        let (_, o) = buffered(jdk, dir.path(), &[], &["file"]);
+        let (_, o) = buffered_with(jdk, dir.path(), &[], &["file"], off);
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(86), "{}: {err}", name(jdk));
         assert!(err.contains("expected: java.lang.System.nanoTime"), "{err}");
