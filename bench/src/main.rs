@@ -99,6 +99,7 @@ fn main() {
                 path: path.clone(),
                 order,
                 timeout: Duration::from_secs(10),
+                unordered: Vec::new(),
             })
             .expect("open");
             let k = rp.intern("bench.value");

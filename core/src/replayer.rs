@@ -146,8 +146,8 @@ struct Source {
     end: Option<End>,
     error: Option<String>,
     total: u64,
-    /// Events of [`ReplayConfig::skip`] kinds among `total`.
-    skippable: u64,
+    /// Events of [`ReplayConfig::unordered`] kinds among `total`.
+    diverted: u64,
     /// recorded string id → live id
     map: Vec<u32>,
     /// recorded thread id → name (text), in id order
@@ -189,11 +189,23 @@ struct Inner {
     gone_live: AtomicBool,
     phantoms: AtomicU64,
     header: HeaderInfo,
-    /// Live ids of kinds replay passes over without the program asking for them (the
-    /// program's output when its verification is off): see [`ReplayConfig::skip`].
-    skip: Vec<u32>,
-    /// Events of `skip` kinds passed over so far.
-    skipped: AtomicU64,
+    /// Live ids of [`ReplayConfig::unordered`] kinds.
+    unordered_kinds: Vec<u32>,
+    unordered: Mutex<Unordered>,
+    /// The lowest sequence number of an unordered event the strict cursor has not passed
+    /// yet (`NONE`: none known): one load per consumed event tells whether to look.
+    next_unordered: AtomicU64,
+}
+
+/// Events taken out of the threads' turns ([`ReplayConfig::unordered`]), served per
+/// (logical thread, kind) by [`Replayer::next_unordered`].
+#[derive(Default)]
+struct Unordered {
+    queues: HashMap<(u32, u32), VecDeque<Event>>,
+    /// Their sequence numbers the strict cursor has yet to pass over.
+    ahead: std::collections::BTreeSet<u64>,
+    /// Events served so far.
+    served: u64,
 }
 
 struct Local {
@@ -256,9 +268,12 @@ pub struct ReplayConfig {
     pub path: PathBuf,
     pub order: Order,
     pub timeout: Duration,
-    /// Kinds whose events are passed over (consumed in their turn, never served, never left
-    /// over) when a thread's next event is of such a kind and the program asks for another.
-    pub skip: Vec<String>,
+    /// Kinds whose events are not part of the threads' turns: taken out of the thread
+    /// queues as the log is read, passed over by the strict cursor, and served in recorded
+    /// order per logical thread and kind by [`Replayer::next_unordered`] (the program's
+    /// output: a write under a lock the program holds must not wait for a turn, or two
+    /// threads printing could deadlock on the stream's lock).
+    pub unordered: Vec<String>,
 }
 
 impl Replayer {
@@ -271,7 +286,7 @@ impl Replayer {
         let first = Msg::read(&mut reader);
         let header = reader.header().clone();
         let mut live = Live::default();
-        let skip = cfg.skip.iter().map(|k| live.intern(k)).collect();
+        let unordered_kinds = cfg.unordered.iter().map(|k| live.intern(k)).collect();
         let inner = Arc::new(Inner {
             gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
             path: cfg.path,
@@ -280,7 +295,7 @@ impl Replayer {
                 end: None,
                 error: None,
                 total: 0,
-                skippable: 0,
+                diverted: 0,
                 map: vec![0],
                 names: Vec::new(),
             }),
@@ -295,8 +310,9 @@ impl Replayer {
             gone_live: AtomicBool::new(false),
             phantoms: AtomicU64::new(0),
             header,
-            skip,
-            skipped: AtomicU64::new(0),
+            unordered_kinds,
+            unordered: Mutex::new(Unordered::default()),
+            next_unordered: AtomicU64::new(NONE),
         });
         let r = Replayer { inner };
         {
@@ -327,9 +343,9 @@ impl Replayer {
         &self.inner.header
     }
 
-    /// Whether events of kind `k` are passed over ([`ReplayConfig::skip`]).
-    fn skips(&self, k: u32) -> bool {
-        !self.inner.skip.is_empty() && self.inner.skip.contains(&k)
+    /// Whether events of kind `k` are out of the threads' turns ([`ReplayConfig::unordered`]).
+    fn is_unordered(&self, k: u32) -> bool {
+        !self.inner.unordered_kinds.is_empty() && self.inner.unordered_kinds.contains(&k)
     }
 
     /// Id of `text` in the live string table, the ids that [`Self::next`] compares.
@@ -394,21 +410,41 @@ impl Replayer {
                         .or_insert_with(Queue::new);
                 }
                 let queues = self.inner.queues.read().unwrap();
+                let mut diverted = false;
                 for mut run in b.runs {
                     for e in &mut run.events {
                         e.kind = lookup(&src.map, e.kind);
                         e.site = lookup(&src.map, e.site);
                     }
                     src.total += run.events.len() as u64;
-                    if !self.inner.skip.is_empty() {
-                        src.skippable +=
-                            run.events.iter().filter(|e| self.skips(e.kind)).count() as u64;
+                    if run.events.iter().any(|e| self.is_unordered(e.kind)) {
+                        let (out, rest): (Vec<Event>, Vec<Event>) = std::mem::take(&mut run.events)
+                            .into_iter()
+                            .partition(|e| self.is_unordered(e.kind));
+                        src.diverted += out.len() as u64;
+                        let mut u = self.inner.unordered.lock().unwrap();
+                        for e in out {
+                            u.ahead.insert(e.seq);
+                            u.queues
+                                .entry((run.thread, e.kind))
+                                .or_default()
+                                .push_back(e);
+                        }
+                        let first = u.ahead.first().copied().unwrap_or(NONE);
+                        self.inner.next_unordered.store(first, Ordering::Release);
+                        run.events = rest;
+                        diverted = true;
                     }
                     if let Some(q) = queues.get(&run.thread) {
                         q.handed
                             .fetch_add(run.events.len() as u64, Ordering::Relaxed);
                         q.batches.lock().unwrap().push_back(run.events);
                     }
+                }
+                drop(queues);
+                if diverted {
+                    // The cursor may stand at one of them already.
+                    self.pass_unordered();
                 }
                 true
             }
@@ -535,29 +571,16 @@ impl Replayer {
                 digest,
                 context: None,
             };
-            let seq = loop {
-                let Some((seq, k)) = self.peek(local).map(|e| (e.seq, e.kind)) else {
-                    let q = local.queue.clone();
-                    return Err(self.divergence(
-                        DivergenceKind::Exhausted {
-                            recorded: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)),
-                        },
-                        local,
-                        None,
-                        actual,
-                    ));
-                };
-                if k == kind || !self.skips(k) {
-                    break seq;
-                }
-                // Passed over in its turn, as if the program had asked for it.
-                if self.inner.strict {
-                    self.wait_turn(local, seq, k)?;
-                }
-                let _ = local.take();
-                self.consume(local, seq);
-                local.publish_front();
-                self.inner.skipped.fetch_add(1, Ordering::Relaxed);
+            let Some(seq) = self.peek(local).map(|e| e.seq) else {
+                let q = local.queue.clone();
+                return Err(self.divergence(
+                    DivergenceKind::Exhausted {
+                        recorded: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)),
+                    },
+                    local,
+                    None,
+                    actual,
+                ));
             };
             if self.inner.strict {
                 self.wait_turn(local, seq, kind)?;
@@ -704,10 +727,6 @@ impl Replayer {
                     if k == kind {
                         break ev;
                     }
-                    if self.skips(k) {
-                        self.pass_over(local, ev.seq);
-                        continue;
-                    }
                     let _ = STASH
                         .try_with(|s| s.borrow_mut().entry((gen, k)).or_default().push_back(ev));
                 },
@@ -786,8 +805,6 @@ impl Replayer {
                 local.advance();
                 if k == kind {
                     out.push(ev);
-                } else if self.skips(k) {
-                    self.pass_over(local, ev.seq);
                 } else {
                     skipped += 1;
                     let _ = STASH
@@ -920,54 +937,113 @@ impl Replayer {
             .flatten()
     }
 
-    /// Passes over the calling thread's next event if it is of a passed-over kind
-    /// ([`ReplayConfig::skip`]), in its turn: for calls the recording made that replay does
-    /// not check (a write when output is not compared), so that other threads waiting for
-    /// their turn after it are not held up until this thread's next checked call.
-    pub fn pass_over_next(&self) -> Result<(), Box<Divergence>> {
-        if self.inner.skip.is_empty() {
-            return Ok(());
-        }
+    /// The calling thread's next recorded event of unordered kind `kind`
+    /// ([`ReplayConfig::unordered`]), in recorded order, without waiting for a turn. Reads
+    /// on in the log while the thread has none taken in yet; none at all is
+    /// [`DivergenceKind::Exhausted`] (or [`DivergenceKind::Cut`]).
+    pub fn next_unordered(&self, kind: u32) -> Result<Event, Box<Divergence>> {
         let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
             if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
                 *l = Some(self.bind(None, ""));
             }
             let local = l.as_mut().unwrap();
-            let Some((seq, k)) = self.peek(local).map(|e| (e.seq, e.kind)) else {
-                return Ok(());
-            };
-            if !self.skips(k) {
-                return Ok(());
+            loop {
+                {
+                    let mut u = self.inner.unordered.lock().unwrap();
+                    let got = u
+                        .queues
+                        .get_mut(&(local.thread, kind))
+                        .and_then(|q| q.pop_front());
+                    if let Some(e) = got {
+                        u.served += 1;
+                        return Ok(e);
+                    }
+                }
+                let mut src = self.inner.source.lock().unwrap();
+                if !self.read_more(&mut src) {
+                    break;
+                }
             }
-            if self.inner.strict {
-                self.wait_turn(local, seq, k)?;
-            }
-            let _ = local.take();
-            self.consume(local, seq);
-            local.publish_front();
-            self.inner.skipped.fetch_add(1, Ordering::Relaxed);
-            Ok(())
+            // The caller counts what was served (the core: bytes of output).
+            Err(self.divergence(
+                DivergenceKind::Exhausted { recorded: 0 },
+                local,
+                None,
+                Actual {
+                    kind,
+                    site: 0,
+                    digest: None,
+                    context: None,
+                },
+            ))
         });
-        r.unwrap_or(Ok(()))
+        r.unwrap_or_else(|_| Err(self.exiting(kind, 0, None)))
     }
 
-    /// Per-kind replay ([`Self::next_of`]) read past an event of a kind it passes over: it
-    /// counts as consumed (the per-kind order does not wait for turns).
-    fn pass_over(&self, local: &mut Local, seq: u64) {
-        if let Some(q) = &local.queue {
-            q.consumed
-                .store(q.consumed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    /// Strict order: moves the cursor past unordered events it stands at (no thread takes
+    /// them in turn). Called when the cursor reaches the lowest of them, and after a chunk
+    /// brought new ones.
+    fn pass_unordered(&self) {
+        if !self.inner.strict {
+            return;
         }
-        self.inner.skipped.fetch_add(1, Ordering::Relaxed);
-        if self.inner.strict {
-            self.inner.cursor.fetch_max(seq + 1, Ordering::AcqRel);
+        let mut moved = false;
+        {
+            let mut u = self.inner.unordered.lock().unwrap();
+            loop {
+                let c = self.inner.cursor.load(Ordering::Acquire);
+                while u.ahead.first().is_some_and(|&s| s < c) {
+                    u.ahead.pop_first();
+                }
+                match u.ahead.first() {
+                    // No thread's turn is `c` (its event is out of the queues), so only this
+                    // moves the cursor from there.
+                    Some(&s) if s == c => {
+                        if self
+                            .inner
+                            .cursor
+                            .compare_exchange(c, c + 1, Ordering::AcqRel, Ordering::Acquire)
+                            .is_ok()
+                        {
+                            u.ahead.pop_first();
+                            moved = true;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            let first = u.ahead.first().copied().unwrap_or(NONE);
+            self.inner.next_unordered.store(first, Ordering::Release);
+        }
+        if moved && self.inner.parked.load(Ordering::Acquire) > 0 {
+            let _g = self.inner.park.lock().unwrap();
+            self.inner.wake.notify_all();
         }
     }
 
-    /// Logical id and name of the calling thread, for reports (thread 0 when it is not bound).
+    /// The earliest unordered event not served, as (sequence number, recorded thread, kind).
+    pub fn unordered_left(&self) -> Option<(u64, u32, u32)> {
+        let u = self.inner.unordered.lock().unwrap();
+        u.queues
+            .iter()
+            .filter_map(|((t, k), q)| q.front().map(|e| (e.seq, *t, *k)))
+            .min()
+    }
+
+    /// Logical id and name of the calling thread, binding it to a recorded thread first if
+    /// this is its first call (as [`Self::next`] would).
     pub fn caller(&self) -> (u32, String) {
-        self.current_thread().unwrap_or((0, "main".into()))
+        LOCAL
+            .try_with(|l| {
+                let mut l = l.borrow_mut();
+                if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                    *l = Some(self.bind(None, ""));
+                }
+                let local = l.as_ref().unwrap();
+                (local.thread, local.name.clone())
+            })
+            .unwrap_or((u32::MAX, "exiting thread".into()))
     }
 
     /// The number of events read from the log so far (all of them after [`Self::finish`]).
@@ -988,6 +1064,9 @@ impl Replayer {
             if self.inner.parked.load(Ordering::Acquire) > 0 {
                 let _g = self.inner.park.lock().unwrap();
                 self.inner.wake.notify_all();
+            }
+            if self.inner.next_unordered.load(Ordering::Acquire) == seq + 1 {
+                self.pass_unordered();
             }
         }
     }
@@ -1210,11 +1289,10 @@ impl Replayer {
             let mut src = self.inner.source.lock().unwrap();
             while self.read_more(&mut src) {}
         }
-        let (total, skippable) = {
+        let (total, diverted) = {
             let src = self.inner.source.lock().unwrap();
-            (src.total, src.skippable)
+            (src.total, src.diverted)
         };
-        let skipped = self.inner.skipped.load(Ordering::Relaxed);
         let consumed: u64 = self
             .inner
             .queues
@@ -1223,8 +1301,8 @@ impl Replayer {
             .values()
             .map(|q| q.consumed.load(Ordering::Relaxed))
             .sum();
-        // Events of passed-over kinds never count as left over.
-        let (total, consumed) = (total - skippable, consumed.saturating_sub(skipped));
+        // Unordered events are the caller's to check (`unordered_left`).
+        let total = total - diverted;
         if consumed >= total {
             return Ok(());
         }
@@ -1288,6 +1366,18 @@ impl Replayer {
     }
 
     /// The recorded name of logical thread `id`, as the reports name threads.
+    /// The recorded name of logical thread `id` (`thread-N` when it had none).
+    pub fn recorded_thread_name(&self, id: u32) -> String {
+        self.recorded_name(id)
+    }
+
+    /// Takes the next unordered event of `kind` recorded by logical thread `thread`, for a
+    /// report of what a thread left unwritten (any thread's, unlike [`Self::next_unordered`]).
+    pub fn next_unordered_of(&self, thread: u32, kind: u32) -> Option<Event> {
+        let mut u = self.inner.unordered.lock().unwrap();
+        u.queues.get_mut(&(thread, kind))?.pop_front()
+    }
+
     fn recorded_name(&self, id: u32) -> String {
         let src = self.inner.source.lock().unwrap();
         src.names
@@ -1339,7 +1429,7 @@ mod run_tests {
             path: p.to_path_buf(),
             order: Order::Strict,
             timeout: Duration::from_secs(2),
-            skip: Vec::new(),
+            unordered: Vec::new(),
         })
         .unwrap()
     }

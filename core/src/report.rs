@@ -108,9 +108,17 @@ impl Divergence {
             ),
             DivergenceKind::Output {
                 stream, offset, line, ..
-            } => format!(
-                "the program's {stream} differs from the recording at byte {offset} (line {line})"
-            ),
+            } => {
+                // Threads' output is compared apart: name the thread unless it is the main one.
+                let whose = if self.thread == 0 {
+                    String::new()
+                } else {
+                    format!(" as {t} wrote it")
+                };
+                format!(
+                    "the program's {stream}{whose} differs from the recording at byte {offset} (line {line})"
+                )
+            }
             DivergenceKind::Exit { recorded, replayed } => format!(
                 "the program exited with status {replayed}; the recording exited with {recorded}"
             ),

@@ -30,6 +30,7 @@ use crate::reader::End;
 use crate::recorder::{RecordConfig, Recorder};
 use crate::replayer::{ReplayConfig, Replayer};
 use crate::report::{Actual, Divergence, DivergenceKind};
+use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
@@ -57,7 +58,7 @@ pub enum Verdict {
 pub const EXIT_WRONG_LOG: i32 = 3;
 
 /// The program's output streams that replay verifies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Stream {
     Stdout = 0,
     Stderr = 1,
@@ -187,11 +188,10 @@ pub struct Core {
     per_kind: bool,
     /// String ids of [`OUTPUT_KINDS`].
     out_kinds: [u32; 2],
-    /// Replay: the output streams' positions, when the output is compared.
-    output: Option<Mutex<[OutState; 2]>>,
-    /// Replay: the log holds output that is not compared (`verify-output=off`): each write
-    /// passes over a recorded one in its turn.
-    passing: bool,
+    /// Replay, when the output is compared: each logical thread's position in each output
+    /// stream. Threads are compared apart: how their writes interleave is up to the
+    /// scheduler, what each writes is up to the program.
+    output: Option<Mutex<HashMap<(u32, Stream), OutState>>>,
     /// Replay: the exit status the front end saw.
     exit: Mutex<Option<i32>>,
     /// What ran live by rule, per kind ([`Core::ran_live`]).
@@ -231,7 +231,6 @@ impl Core {
         };
         let path = PathBuf::from(&log);
         let mut checking = false;
-        let mut passing = false;
         let session = match options.mode {
             Mode::Record => {
                 let mut header = HeaderInfo::for_this_process(
@@ -260,12 +259,8 @@ impl Core {
                     path: path.clone(),
                     order: options.order,
                     timeout: options.timeout,
-                    // Not comparing: the recorded writes are passed over in their turn.
-                    skip: if options.verify_output {
-                        Vec::new()
-                    } else {
-                        OUTPUT_KINDS.map(String::from).to_vec()
-                    },
+                    // Writes are compared per thread, out of the threads' turns.
+                    unordered: OUTPUT_KINDS.map(String::from).to_vec(),
                 };
                 let r = Replayer::open(cfg).map_err(|e| format!("cannot replay {log}: {e}"))?;
                 Self::check_header(r.header(), &log, fe)?;
@@ -275,7 +270,6 @@ impl Core {
                     .iter()
                     .any(|(k, v)| k == "verify-output" && v == "on");
                 checking = options.verify_output && recorded_output;
-                passing = !options.verify_output && fe.output && recorded_output;
                 if options.verify_output && !recorded_output {
                     eprintln!("replay: note: {log} holds no output of the program (recorded with verify-output=off, or by an older version): output is not compared");
                 }
@@ -297,8 +291,7 @@ impl Core {
             report: Mutex::new(()),
             per_kind: fe.per_kind,
             out_kinds,
-            output: checking.then(|| Mutex::new(Default::default())),
-            passing,
+            output: checking.then(|| Mutex::new(HashMap::new())),
             exit: Mutex::new(None),
             live: Mutex::new(Vec::new()),
             last: Mutex::new(None),
@@ -514,7 +507,7 @@ impl Core {
     pub fn wants_output(&self) -> bool {
         match &self.session {
             Session::Record(_) => self.options.verify_output,
-            Session::Replay(_) => self.output.is_some() || self.passing,
+            Session::Replay(_) => self.output.is_some(),
         }
     }
 
@@ -546,19 +539,15 @@ impl Core {
             return Verdict::Stop(code);
         }
         let Some(output) = &self.output else {
-            if self.passing && !self.per_kind && !r.is_live() {
-                if let Err(d) = r.pass_over_next() {
-                    return self.diverged(with_context(d, context));
-                }
-            }
             return Verdict::Live;
         };
         if r.is_live() || bytes.is_empty() {
             return Verdict::Live;
         }
         let kind = self.out_kinds[stream as usize];
+        let (thread, _) = r.caller();
         let mut streams = output.lock().unwrap_or_else(|p| p.into_inner());
-        let st = &mut streams[stream as usize];
+        let st = streams.entry((thread, stream)).or_default();
         if st.failed {
             return Verdict::Live;
         }
@@ -566,22 +555,15 @@ impl Core {
         while !rest.is_empty() {
             let (event, pos) = match st.pending.take() {
                 Some(p) => p,
-                None => {
-                    let got = if self.per_kind {
-                        r.next_of(kind, 0, None)
-                    } else {
-                        r.next(kind, 0, None)
-                    };
-                    match got {
-                        Ok(e) => (e, 0),
-                        Err(d) => {
-                            st.failed = true;
-                            let d = self.output_gone(d, stream, st, rest);
-                            drop(streams);
-                            return self.diverged(with_context(d, context));
-                        }
+                None => match r.next_unordered(kind) {
+                    Ok(e) => (e, 0),
+                    Err(d) => {
+                        st.failed = true;
+                        let d = self.output_gone(d, stream, st, rest);
+                        drop(streams);
+                        return self.diverged(with_context(d, context));
                     }
-                }
+                },
             };
             let recorded: &[u8] = match &event.payload {
                 Payload::Bytes { data } => &data[pos.min(data.len())..],
@@ -747,11 +729,17 @@ impl Core {
         // Recorded output the program did not write, part of a write first.
         if let Some(output) = &self.output {
             let mut streams = output.lock().unwrap_or_else(|p| p.into_inner());
-            for (i, st) in streams.iter_mut().enumerate() {
+            // The earliest recorded write left unfinished.
+            let first = streams
+                .iter()
+                .filter_map(|(k, st)| st.pending.as_ref().map(|(e, _)| (e.seq, *k)))
+                .min();
+            if let Some((_, key)) = first {
+                let st = streams.get_mut(&key).expect("listed above");
+                let stream = key.1;
                 let Some((event, pos)) = st.pending.take() else {
-                    continue;
+                    return Verdict::Live;
                 };
-                let stream = [Stream::Stdout, Stream::Stderr][i];
                 let rest = match &event.payload {
                     Payload::Bytes { data } => data[pos.min(data.len())..].to_vec(),
                     _ => Vec::new(),
@@ -764,11 +752,16 @@ impl Core {
                     "(nothing: the program ended)".into(),
                 );
                 drop(streams);
+                let mut d = d;
+                d.thread = key.0;
+                d.thread_name = r.recorded_thread_name(key.0);
                 return self.diverged(d);
             }
         }
         if let Err(d) = r.finish() {
-            let d = self.leftover_output(&d).unwrap_or(d);
+            return self.diverged(d);
+        }
+        if let Some(d) = self.leftover_output(r) {
             return self.diverged(d);
         }
         let recorded = match r.end() {
@@ -804,29 +797,31 @@ impl Core {
         Verdict::Live
     }
 
-    /// Events left over whose first is a recorded write: said as output the program never
-    /// wrote, at its place in the stream.
-    fn leftover_output(&self, d: &Divergence) -> Option<Box<Divergence>> {
+    /// Recorded writes the program never made (when output is compared): said at their
+    /// place in their thread's stream.
+    fn leftover_output(&self, r: &Replayer) -> Option<Box<Divergence>> {
         let output = self.output.as_ref()?;
-        let DivergenceKind::Leftover { .. } = d.kind else {
-            return None;
-        };
-        let (kind, event) = crate::report::event_at(&self.log, d.seq)?;
-        let i = OUTPUT_KINDS.iter().position(|k| *k == kind)?;
-        let stream = [Stream::Stdout, Stream::Stderr][i];
-        let streams = output.lock().unwrap_or_else(|p| p.into_inner());
-        let st = &streams[i];
+        let (_, thread, kind) = r.unordered_left()?;
+        let stream = [Stream::Stdout, Stream::Stderr]
+            .into_iter()
+            .find(|s| self.out_kinds[*s as usize] == kind)?;
+        let event = r.next_unordered_of(thread, kind)?;
+        let mut streams = output.lock().unwrap_or_else(|p| p.into_inner());
+        let st = streams.entry((thread, stream)).or_default();
         let data = match &event.payload {
             Payload::Bytes { data } => data.as_slice(),
             _ => &[],
         };
-        Some(self.output_differs(
+        let mut d = self.output_differs(
             &event,
             stream,
             st,
             st.line_with(data),
             "(nothing: the program ended)".into(),
-        ))
+        );
+        d.thread = thread;
+        d.thread_name = r.recorded_thread_name(thread);
+        Some(d)
     }
 }
 

@@ -62,7 +62,7 @@ fn thousands_of_64_kb_records_are_all_written_and_read_back() {
         path: p,
         order: Order::Strict,
         timeout: Duration::from_secs(2),
-        skip: Vec::new(),
+        unordered: Vec::new(),
     })
     .unwrap();
     let k = rp.intern("node.done");

@@ -20,7 +20,7 @@ fn replayer(p: &std::path::Path) -> Replayer {
         path: p.to_path_buf(),
         order: Order::Strict,
         timeout: Duration::from_secs(2),
-        skip: Vec::new(),
+        unordered: Vec::new(),
     })
     .unwrap()
 }

@@ -50,7 +50,7 @@ fn record_read_replay_single_thread() {
         path: p.clone(),
         order: Order::Strict,
         timeout: Duration::from_secs(2),
-        skip: Vec::new(),
+        unordered: Vec::new(),
     })
     .unwrap();
     let k = rp.intern("test.clock");

@@ -23,7 +23,7 @@ pub fn replayer(path: &Path, order: Order, timeout: Duration) -> Replayer {
         path: path.to_path_buf(),
         order,
         timeout,
-        skip: Vec::new(),
+        unordered: Vec::new(),
     })
     .unwrap()
 }
