@@ -408,6 +408,52 @@ impl Core {
         }
     }
 
+    /// Replays a run of calls of `kind` in one step, for front ends that serve calls from a
+    /// buffer of their own (a `long[]` in Java, a typed array in JS): `None` when `run` holds
+    /// the run (this call's event first, then up to `max` in all that carry no input digest:
+    /// the thread's next consecutive ones, or for per-kind front ends the kind's next ones;
+    /// see `Replayer::next_run` and `Replayer::next_of_run`), else the verdict for this call
+    /// (not replaying, gone live, or a divergence already reported under the policy). A
+    /// per-kind front end gives what it did not use back with [`Self::unread`]; a buffering
+    /// thread's unused events met by another kind of call are a divergence it reports with
+    /// [`Self::diverged`].
+    pub fn replay_run(
+        &self,
+        kind: u32,
+        max: usize,
+        run: &mut Vec<Event>,
+        context: &dyn Fn() -> Option<String>,
+    ) -> Option<Verdict> {
+        run.clear();
+        let Session::Replay(r) = &self.session else {
+            return Some(Verdict::Live);
+        };
+        if let Some(code) = self.stopped() {
+            return Some(Verdict::Stop(code));
+        }
+        if r.is_live() {
+            return Some(Verdict::Live);
+        }
+        let got = if self.per_kind {
+            r.next_of_run(kind, max, run)
+        } else {
+            r.next_run(kind, max, run)
+        };
+        match got {
+            Ok(()) => None,
+            Err(d) => Some(self.diverged(with_context(d, context))),
+        }
+    }
+
+    /// Gives back events of `kind` a per-kind front end took with [`Self::replay_run`] and
+    /// did not use (the run's unused tail, in order): the kind's next calls get them, and at
+    /// the end they count as left over.
+    pub fn unread(&self, kind: u32, events: Vec<Event>) {
+        if let Session::Replay(r) = &self.session {
+            r.unread_of(kind, events);
+        }
+    }
+
     /// Reports a divergence and applies the policy: the one place where that happens, for
     /// the core's own checks and the front ends' (a payload that does not fit the call, a
     /// shortfall a front end counts itself). `abort`: [`Verdict::Stop`] with
