@@ -47,6 +47,30 @@ function programName() {
   return process._eval != null ? '-e' : 'repl';
 }
 
+// The process's arguments as the log's header keeps them and replay compares them (another
+// argument list is a warning), without the option that loaded this package: it may well be
+// another path in replay (as the JVM agent's -agentpath, which the core leaves out).
+function programArgv() {
+  const ours = (v) => {
+    if (v === 'replay-node' || v === 'replay-node/index.mjs') return true;
+    const p = path.resolve(v);
+    return p === __dirname || p === path.join(__dirname, 'index.js') || p === path.join(__dirname, 'index.mjs');
+  };
+  const opts = [];
+  const exec = process.execArgv;
+  for (let i = 0; i < exec.length; i++) {
+    const a = exec[i];
+    if ((a === '--require' || a === '-r' || a === '--import') && i + 1 < exec.length && ours(exec[i + 1])) {
+      i++;
+      continue;
+    }
+    const eq = a.indexOf('=');
+    if (eq > 0 && ['--require', '--import'].includes(a.slice(0, eq)) && ours(a.slice(eq + 1))) continue;
+    opts.push(a);
+  }
+  return [process.argv[0], ...opts, ...process.argv.slice(1)];
+}
+
 // Events buffered before they are handed to the native side: a crossing costs about as much
 // as a hundred hooked calls, so it is paid once per batch. Replay fetches as many of a kind's
 // recorded values per crossing.
@@ -81,7 +105,7 @@ function install() {
   }
   let started;
   try {
-    started = native.start(process.version, programName(), events.stack);
+    started = native.start(process.version, programName(), programArgv(), events.stack);
   } catch (e) {
     fail('start', e);
     return;

@@ -93,7 +93,8 @@ pub fn ev_record(
         if a.out_kinds.contains(&kind) {
             // A large write to stdout/stderr (index.js): its bytes, as the core stores output.
             let bytes: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
-            a.core.record(kind, 0, None, replay_core::PayloadRef::Bytes(&bytes));
+            a.core
+                .record(kind, 0, None, replay_core::PayloadRef::Bytes(&bytes));
             return Ok(());
         }
         let record = value_record(json, bufs.iter().map(|b| Bytes::copy_from_slice(b)));
@@ -191,7 +192,11 @@ impl Queued<'_> {
                 }
             }
             let record = value_record(json.to_string(), bufs.into_iter());
-            f(kind, input.map(|i| digest(&[i.as_bytes()])), Value::Record(record));
+            f(
+                kind,
+                input.map(|i| digest(&[i.as_bytes()])),
+                Value::Record(record),
+            );
         }
         Ok(())
     }

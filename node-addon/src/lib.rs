@@ -31,7 +31,9 @@
 //! JS-side batch like the other queued events, compared in replay on the JS side against
 //! recorded bytes fetched in chunks, the core seeing every byte ([`Core::output`]).
 
-use napi::bindgen_prelude::{BufferSlice, Float64Array, Function, FunctionRef, Uint32Array, Uint8Array};
+use napi::bindgen_prelude::{
+    BufferSlice, Float64Array, Function, FunctionRef, Uint32Array, Uint8Array,
+};
 use napi::Env;
 use napi_derive::napi;
 use replay_core::report::DivergenceKind;
@@ -43,7 +45,7 @@ use std::sync::{Mutex, OnceLock};
 use std::thread::ThreadId;
 
 pub mod events;
-mod output;
+pub mod output;
 mod stage;
 
 /// How a hook's values are stored: clock reads in whole milliseconds or nanoseconds are
@@ -130,15 +132,22 @@ pub(crate) fn active() -> Res<Option<&'static Active>> {
 /// be replayed by this program at all (recorded by another runtime or program) prints one
 /// line and returns `"exit N"`: index.js ends the process with status N before the program
 /// runs. Only the first call starts anything; later calls return the same mode.
-/// `program` is the script (or `-e`, `repl`), `stack` the function giving the program's JS
-/// frames for divergence reports ([`js_stack`]).
+/// `program` is the script (or `-e`, `repl`), `argv` the process's arguments without the
+/// option that loaded this package (it differs between record and replay as the JVM's
+/// `-agentpath` does), `stack` the function giving the program's JS frames for divergence
+/// reports ([`js_stack`]).
 #[napi]
-pub fn start(node_version: String, program: String, stack: Function<(), String>) -> Res<String> {
+pub fn start(
+    node_version: String,
+    program: String,
+    argv: Vec<String>,
+    stack: Function<(), String>,
+) -> Res<String> {
     guarded(|| {
         if STACK.get().is_none() {
             let _ = STACK.set(stack.create_ref()?);
         }
-        let a = ACTIVE.get_or_init(|| open(&node_version, &program));
+        let a = ACTIVE.get_or_init(|| open(&node_version, &program, &argv));
         Ok(match a {
             Some(a) if a.core.mode() == Mode::Record => "record".to_string(),
             Some(_) => "replay".to_string(),
@@ -172,7 +181,7 @@ pub(crate) fn with_stack(env: &Env, d: Box<Divergence>) -> Box<Divergence> {
     }
 }
 
-fn open(node_version: &str, program: &str) -> Option<Active> {
+fn open(node_version: &str, program: &str, argv: &[String]) -> Option<Active> {
     let (options, unknown) = match Options::from_env() {
         Ok(x) => x,
         Err(e) => {
@@ -197,7 +206,7 @@ fn open(node_version: &str, program: &str) -> Option<Active> {
         output: true,
         // One event loop: each kind is a stream of its own (see `next_of`).
         per_kind: true,
-        argv: None,
+        argv: Some(argv),
     };
     let core = match Core::start(options, &fe) {
         Ok(Some(c)) => c,
@@ -226,6 +235,19 @@ fn open(node_version: &str, program: &str) -> Option<Active> {
         out_kinds,
         thread: std::thread::current().id(),
         done: AtomicBool::new(false),
+    })
+}
+
+/// Replay: the pid of the recorded process (0 when not replaying). Node prints it in its
+/// warnings (`(node:PID) Warning: ...`): lib/output.js compares such a line with the
+/// recorded pid in it, as the recorded run printed it.
+#[napi]
+pub fn recorded_pid() -> Res<u32> {
+    guarded(|| {
+        Ok(match active()?.map(|a| &a.core.session) {
+            Some(Session::Replay(r)) => r.header().pid,
+            _ => 0,
+        })
     })
 }
 
@@ -637,9 +659,8 @@ fn random_diverged(env: &Env, a: &Active, mut d: Box<Divergence>, call: f64) {
         *recorded = made;
     }
     let stack = js_stack(env).unwrap_or_default();
-    let context = format!(
-        "Math.random call #{call}; the recording made {made} Math.random calls\n{stack}"
-    );
+    let context =
+        format!("Math.random call #{call}; the recording made {made} Math.random calls\n{stack}");
     apply(a.core.diverged(d.with_context(context)));
 }
 

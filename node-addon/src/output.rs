@@ -35,10 +35,16 @@ struct Held {
     committed: u64,
 }
 
-static HELD: Mutex<[Held; 2]> = Mutex::new([Held { events: VecDeque::new(), committed: 0 }, Held {
-    events: VecDeque::new(),
-    committed: 0,
-}]);
+static HELD: Mutex<[Held; 2]> = Mutex::new([
+    Held {
+        events: VecDeque::new(),
+        committed: 0,
+    },
+    Held {
+        events: VecDeque::new(),
+        committed: 0,
+    },
+]);
 
 fn bytes(e: &Event) -> &[u8] {
     match &e.payload {
@@ -76,7 +82,10 @@ fn commit(a: &Active, s: Stream, h: &mut Held, verified: u64) {
     if whole.is_empty() {
         return;
     }
-    let data: Vec<u8> = whole.iter().flat_map(|e| bytes(e).iter().copied()).collect();
+    let data: Vec<u8> = whole
+        .iter()
+        .flat_map(|e| bytes(e).iter().copied())
+        .collect();
     r.unread_of(a.out_kinds[s as usize], whole);
     h.committed = end;
     apply(a.core.output(s, &data, &|| None));
@@ -120,7 +129,9 @@ pub fn out_fetch(s: u32, verified: f64) -> Res<Option<Buffer>> {
         }
         let mut run = Vec::new();
         // Nothing left is not reported here: the program may write no more.
-        if r.next_of_run(a.out_kinds[s as usize], RUN, &mut run).is_err() {
+        if r.next_of_run(a.out_kinds[s as usize], RUN, &mut run)
+            .is_err()
+        {
             return Ok(None);
         }
         let data: Vec<u8> = run.iter().flat_map(|e| bytes(e).iter().copied()).collect();

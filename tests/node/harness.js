@@ -117,4 +117,17 @@ function recordChangeReplay(t, check, changeWorld) {
   return rec.stdout;
 }
 
-module.exports = { PKG, tmpdir, runNode, runNodeAsync, script, cleanEnv, cli, recordChangeReplay };
+// Replayed with other arguments than recorded (the test's own choice, or a server's new port):
+// the core warns in one line, which must be there; returns the rest of stderr.
+function argsWarned(stderr) {
+  const re = /^replay: warning: the program's arguments differ from the recording's: .*\n/m;
+  assert.match(stderr, re);
+  return stderr.replace(re, '');
+}
+
+// The environment of a replay whose program prints what the test changed on purpose (a
+// module edited after recording runs edited, the mode, a count made live): its output is not
+// compared with the recording's.
+const OUTPUT_OFF = Object.freeze({ REPLAY_VERIFY_OUTPUT: 'off' });
+
+module.exports = { PKG, tmpdir, runNode, runNodeAsync, script, cleanEnv, cli, recordChangeReplay, argsWarned, OUTPUT_OFF };

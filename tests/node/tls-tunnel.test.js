@@ -143,8 +143,11 @@ test('TLS through a CONNECT tunnel (tls.connect({ socket })) is recorded above t
   const dump = require('child_process').execFileSync(bin, ['dump', '--json', log], { encoding: 'utf8' });
   assert.match(dump, new RegExp(`node\\.net\\.write tls 127\\.0\\.0\\.1:${args[0]} localhost GET https://localhost/tunnel`));
   assert.match(dump, /\/tunnel n=1 r=0\.\d+/);
-  // A changed request through the tunnel diverges, naming it.
-  const changed = script(require('path').dirname(app), 'changed.js', CLIENT.replace("t.write(GET('/tunnel'))", "t.write(GET('/other'))"));
+  // A changed request through the tunnel diverges, naming it. The changed program keeps the
+  // script's name (another program's log is refused before it runs, exit 3).
+  const edited = require('path').join(require('path').dirname(app), 'edited');
+  require('fs').mkdirSync(edited);
+  const changed = script(edited, 'client.js', CLIENT.replace("t.write(GET('/tunnel'))", "t.write(GET('/other'))"));
   const div = runNode('replay', log, changed, { args, timeout: 30000 });
   assert.strictEqual(div.code, 86, div.stderr);
   assert.match(div.stderr, /DIVERGENCE/);

@@ -1,0 +1,247 @@
+'use strict';
+// Replay never lies: what the program writes to stdout and stderr is recorded and compared in
+// replay, and so is its exit status; every stop ends the process with the core's status
+// whatever the program's exit listeners do; a log of another program is refused in one line;
+// a cut log ends in one line.
+const test = require('node:test');
+const assert = require('node:assert');
+const path = require('path');
+const { tmpdir, runNode, script, cli, OUTPUT_OFF } = require('./harness.js');
+
+// Its output depends on an environment variable, which no hook covers.
+const ENV_APP = `
+const t = Date.now();
+console.log('X=' + process.env.X);
+console.log('done', typeof t);
+`;
+
+function setup(name, source, file = 'app.js') {
+  const dir = tmpdir(`replay-output-${name}`);
+  return { dir, app: script(dir, file, source), log: path.join(dir, 'app.replay') };
+}
+
+test('output that depends on what no hook covers is a divergence naming the line and the write', () => {
+  const t = setup('env', ENV_APP);
+  const rec = runNode('record', t.log, t.app, { env: { X: 'one' } });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stderr, '');
+  assert.strictEqual(rec.stdout, 'X=one\ndone number\n');
+  const same = runNode('replay', t.log, t.app, { env: { X: 'one' } });
+  assert.strictEqual(same.code, 0, same.stderr);
+  assert.strictEqual(same.stderr, '');
+  assert.strictEqual(same.stdout, rec.stdout);
+
+  const rep = runNode('replay', t.log, t.app, { env: { X: 'two' } });
+  assert.strictEqual(rep.code, 86, rep.stderr);
+  assert.match(rep.stderr, /DIVERGENCE/);
+  assert.match(rep.stderr, /stdout differs from the recording at byte 2 \(line 1\)/);
+  assert.match(rep.stderr, /recorded: "X=one"/);
+  assert.match(rep.stderr, /replayed: "X=two"/);
+  // The JS stack of the write: the program's console.log line.
+  assert.match(rep.stderr, /app\.js:3:\d+/);
+  assert.match(rep.stderr, /policy abort: exiting with status 86/);
+  // Stopped before the differing line was written, and nothing after it ran.
+  assert.strictEqual(rep.stdout, '');
+});
+
+test('with verify-output=off the same replay runs to its end', () => {
+  const t = setup('env-off', ENV_APP);
+  const rec = runNode('record', t.log, t.app, { env: { X: 'one' } });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const rep = runNode('replay', t.log, t.app, { env: { X: 'two', ...OUTPUT_OFF } });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, 'X=two\ndone number\n');
+  // Recorded with it off: the log holds no output, and replay says it compares none.
+  const log = path.join(t.dir, 'off.replay');
+  const rec2 = runNode('record', log, t.app, { env: { X: 'one', ...OUTPUT_OFF } });
+  assert.strictEqual(rec2.code, 0, rec2.stderr);
+  const rep2 = runNode('replay', log, t.app, { env: { X: 'two' } });
+  assert.strictEqual(rep2.code, 0, rep2.stderr);
+  assert.match(rep2.stderr, /holds no output of the program/);
+});
+
+test('stderr is compared too, and fs.writeSync on fd 2', () => {
+  const t = setup('stderr', `
+console.error('err ' + process.env.Y);
+require('fs').writeSync(2, 'direct ' + process.env.Z + '\\n');
+`);
+  const rec = runNode('record', t.log, t.app, { env: { Y: 'a', Z: 'b' } });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stderr, 'err a\ndirect b\n');
+  const y = runNode('replay', t.log, t.app, { env: { Y: 'c', Z: 'b' } });
+  assert.strictEqual(y.code, 86, y.stderr);
+  assert.match(y.stderr, /stderr differs from the recording at byte 4 \(line 1\)/);
+  assert.match(y.stderr, /recorded: "err a"/);
+  assert.match(y.stderr, /replayed: "err c"/);
+  assert.match(y.stderr, /app\.js:2:\d+/);
+  const z = runNode('replay', t.log, t.app, { env: { Y: 'a', Z: 'd' } });
+  assert.strictEqual(z.code, 86, z.stderr);
+  assert.match(z.stderr, /stderr differs from the recording at byte 13 \(line 2\)/);
+  assert.match(z.stderr, /recorded: "direct b"/);
+  assert.match(z.stderr, /replayed: "direct d"/);
+  assert.match(z.stderr, /app\.js:3:\d+/);
+});
+
+test('every way of writing replays byte for byte, however the writes are split', () => {
+  // Strings in several encodings, Buffers, typed-array slices, fs.writeSync/fs.write forms,
+  // writes larger than the record queue takes in one piece, and enough lines to take several
+  // fetches of recorded bytes in replay.
+  const t = setup('forms', `
+const fs = require('fs');
+process.stdout.write('utf8 é 😀 ' + Date.now() % 1 + '\\n');
+process.stdout.write('6c6174696e310a', 'hex');
+process.stdout.write(Buffer.from('buffer\\n'));
+process.stdout.write(new Uint8Array([116, 121, 112, 101, 100, 10]));
+fs.writeSync(1, Buffer.from('xxslicexx\\n'), 2, 5);
+fs.writeSync(1, '\\n');
+fs.writeSync(1, Buffer.from('options\\n'), { offset: 0, length: 8 });
+process.stdout.write('big ' + 'x'.repeat(600000) + '\\n');
+for (let i = 0; i < 10000; i++) console.log('line', i);
+const split = process.argv[2] === 'split';
+fs.write(2, split ? 'async ' : 'async write\\n', () => {
+  if (split) fs.writeSync(2, 'write\\n');
+  console.error('end');
+});
+`);
+  const rec = runNode('record', t.log, t.app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^utf8 é 😀 0\nlatin1\nbuffer\ntyped\nslice\noptions\nbig x{600000}\nline 0\n/);
+  assert.strictEqual(rec.stderr, 'async write\nend\n');
+  const bare = runNode(null, null, t.app);
+  assert.strictEqual(bare.stdout, rec.stdout);
+  const rep = runNode('replay', t.log, t.app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, rec.stderr);
+  assert.strictEqual(rep.stdout, rec.stdout);
+  // The same bytes in other pieces (and other arguments: a warning line) still match.
+  const split = runNode('replay', t.log, t.app, { args: ['split'] });
+  assert.strictEqual(split.code, 0, split.stderr);
+  assert.strictEqual(split.stdout, rec.stdout);
+  assert.match(split.stderr, /arguments differ/);
+  const bin = cli();
+  assert.ok(bin, 'the replay CLI is built (cargo build --release)');
+  const info = require('child_process').execFileSync(bin, ['info', t.log], { encoding: 'utf8' });
+  assert.match(info, /output\.stdout/);
+  assert.match(info, /output\.stderr/);
+});
+
+test('recorded output the program does not write is a divergence at exit', () => {
+  const t = setup('short', `
+const n = Number(process.env.N);
+for (let i = 0; i < n; i++) console.log('line', i);
+`);
+  const rec = runNode('record', t.log, t.app, { env: { N: '3' } });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const rep = runNode('replay', t.log, t.app, { env: { N: '2' } });
+  assert.strictEqual(rep.code, 86, rep.stderr);
+  assert.match(rep.stderr, /stdout differs from the recording at byte 14 \(line 3\)/);
+  assert.match(rep.stderr, /recorded: "line 2"/);
+  assert.match(rep.stderr, /replayed: \(nothing: the program ended\)/);
+  const more = runNode('replay', t.log, t.app, { env: { N: '4' } });
+  assert.strictEqual(more.code, 86, more.stderr);
+  assert.match(more.stderr, /stdout differs from the recording at byte 21 \(line 4\)/);
+  assert.match(more.stderr, /replayed: "line 3"/);
+});
+
+test('another exit status than recorded is a divergence', () => {
+  const t = setup('status', `
+console.log('hello');
+process.exitCode = Number(process.env.CODE || 0);
+`);
+  const rec = runNode('record', t.log, t.app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const same = runNode('replay', t.log, t.app);
+  assert.strictEqual(same.code, 0, same.stderr);
+  assert.strictEqual(same.stderr, '');
+  const rep = runNode('replay', t.log, t.app, { env: { CODE: '3' } });
+  assert.strictEqual(rep.code, 86, rep.stderr);
+  assert.match(rep.stderr, /DIVERGENCE: the program exited with status 3; the recording exited with 0/);
+  assert.strictEqual(rep.stdout, 'hello\n');
+  // A recorded non-zero status replays as itself.
+  const log = path.join(t.dir, 'five.replay');
+  const rec5 = runNode('record', log, t.app, { env: { CODE: '5' } });
+  assert.strictEqual(rec5.code, 5, rec5.stderr);
+  const rep5 = runNode('replay', log, t.app, { env: { CODE: '5' } });
+  assert.strictEqual(rep5.code, 5, rep5.stderr);
+  assert.strictEqual(rep5.stderr, '');
+});
+
+test('an exit listener calling process.exit(1) (as jest registers) does not hide a stop', () => {
+  const t = setup('jest', `
+process.on('exit', () => process.exit(1));
+if (process.env.MORE) Date.now();
+console.log('value', process.env.X);
+`);
+  const rec = runNode('record', t.log, t.app, { env: { X: 'a', MORE: '1' } });
+  assert.strictEqual(rec.code, 1, rec.stderr);
+  const same = runNode('replay', t.log, t.app, { env: { X: 'a', MORE: '1' } });
+  assert.strictEqual(same.code, 1, same.stderr);
+  assert.strictEqual(same.stderr, '');
+  // A divergence while the program runs.
+  const out = runNode('replay', t.log, t.app, { env: { X: 'b', MORE: '1' } });
+  assert.strictEqual(out.code, 86, out.stderr);
+  assert.match(out.stderr, /replayed: "value b"/);
+  // A divergence found at exit (a recorded Date.now never made).
+  const end = runNode('replay', t.log, t.app, { env: { X: 'a' } });
+  assert.strictEqual(end.code, 86, end.stderr);
+  assert.match(end.stderr, /not replayed/);
+  assert.match(end.stderr, /node\.Date\.now/);
+});
+
+test('a log recorded by another program is refused in one line with status 3', () => {
+  const t = setup('other', ENV_APP, 'a.js');
+  const rec = runNode('record', t.log, t.app, { env: { X: 'one' } });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const b = script(t.dir, 'b.js', ENV_APP);
+  const rep = runNode('replay', t.log, b, { env: { X: 'one' } });
+  assert.strictEqual(rep.code, 3, rep.stderr);
+  assert.strictEqual(rep.stdout, '', 'the program must not run');
+  const lines = rep.stderr.trimEnd().split('\n');
+  assert.strictEqual(lines.length, 1, rep.stderr);
+  assert.match(lines[0], /^replay: .*app\.replay was recorded by node running .*a\.js, but this is node running .*b\.js/);
+  // The same script in another directory is the same program.
+  const moved = path.join(t.dir, 'moved');
+  require('fs').mkdirSync(moved);
+  const a2 = script(moved, 'a.js', ENV_APP);
+  const ok = runNode('replay', t.log, a2, { env: { X: 'one' } });
+  assert.strictEqual(ok.code, 0, ok.stderr);
+  assert.strictEqual(ok.stdout, 'X=one\ndone number\n');
+});
+
+test('a cut log (the recorder killed) replays up to its end, then says so in one line', () => {
+  const t = setup('cut', `
+const flush = globalThis[Symbol.for('replay-node')].flush;
+for (let i = 0; i < 5; i++) console.log('before', i, Date.now() > 0);
+if (process.env.REPLAY_MODE === 'record') flush();
+for (let i = 0; i < 5; i++) console.log('after', i, Date.now() > 0);
+if (process.env.REPLAY_MODE === 'record') process.kill(process.pid, 'SIGKILL');
+`);
+  const rec = runNode('record', t.log, t.app);
+  assert.strictEqual(rec.signal, 'SIGKILL', rec.stderr);
+  assert.match(rec.stdout, /after 4 true\n$/);
+  const started = Date.now();
+  const rep = runNode('replay', t.log, t.app);
+  // Not a stall of the session timeout (10 s).
+  assert.ok(Date.now() - started < 5000, `took ${Date.now() - started} ms`);
+  assert.strictEqual(rep.code, 86, rep.stderr);
+  assert.match(rep.stdout, /^before 0 true\n(.*\n)*before 4 true\n/);
+  const lines = rep.stderr.trimEnd().split('\n');
+  assert.strictEqual(lines.length, 1, rep.stderr);
+  assert.match(lines[0], /^replay: the recording ends at event #\d+ .*the recorder was killed or cut/);
+});
+
+test('a divergence report lists what ran live by rule', () => {
+  const t = setup('live', `
+const { spawn } = require('child_process');
+const vm = require('vm');
+vm.runInNewContext('1 + 1');
+spawn(process.execPath, ['-e', '0']).on('close', () => console.log('X=' + process.env.X));
+`);
+  const rec = runNode('record', t.log, t.app, { env: { X: 'one' } });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const rep = runNode('replay', t.log, t.app, { env: { X: 'two' } });
+  assert.strictEqual(rep.code, 86, rep.stderr);
+  assert.match(rep.stderr, /ran live by rule in this replay: .*1 vm context/);
+  assert.match(rep.stderr, /1 child process/);
+});
