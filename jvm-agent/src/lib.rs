@@ -97,7 +97,7 @@ pub fn parse_options(s: &str) -> Result<(Options, Vec<String>), String> {
     let mut warnings: Vec<String> = unknown
         .into_iter()
         .filter(|(k, _)| k != "cache") // the agent's own, see cache_option
-        .map(|(k, _)| format!("replay: unknown option '{k}' ignored (options: record|replay|off, log, policy, order, strict, relaxed, sync, flush, timeout, cache)"))
+        .map(|(k, _)| format!("replay: unknown option '{k}' ignored (options: record|replay|off, log, policy, order, strict, relaxed, sync, flush, timeout, compress, verify-output, cache)"))
         .collect();
     if o.mode == Mode::Off
         && !s

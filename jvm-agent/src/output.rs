@@ -19,9 +19,8 @@
 //! `main` just returns, the launcher decides 0 or 1 after VMDeath: nothing is compared then.
 
 use crate::fileio::{orig, HALT, OUT_WRITE, OUT_WRITE_BYTES};
-use crate::{agent, apply, clear_exception, fsmeta, guarded, java_stack, output_turn, Agent};
-use jni::objects::{JFieldID, JObject};
-use jni::signature::{Primitive, ReturnType};
+use crate::{agent, apply, fsmeta, guarded, java_stack, output_turn, Agent};
+use jni::objects::JFieldID;
 use jni::sys::{jboolean, jbyteArray, jclass, jint, jobject, JNIEnv as RawJniEnv};
 use jni::JNIEnv;
 use replay_core::guard::HookGuard;
@@ -68,29 +67,25 @@ fn output_stream(env: &mut JNIEnv, this: jobject) -> Option<(&'static Agent, Str
         "Ljava/io/FileDescriptor;",
     )?;
     let fd_fd = fsmeta::field_id(env, &FD_FD, "java/io/FileDescriptor", "fd", "I")?;
-    // SAFETY: the native's receiver, a live local reference we do not delete.
-    let stream = unsafe { JObject::from_raw(this) };
-    let fd = match env
-        .get_field_unchecked(&stream, fos_fd, ReturnType::Object)
-        .and_then(|v| v.l())
-    {
-        Ok(fd) if !fd.is_null() => fd,
-        _ => {
-            clear_exception(env);
+    // Raw JNI, without the wrapper's exception checks after each call: these field reads
+    // cannot throw (valid IDs of the receiver's own class), and every write to any file pays
+    // them.
+    let raw = env.get_raw();
+    // SAFETY: a valid env; `this` is a live FileOutputStream and the field IDs are its `fd`
+    // and FileDescriptor's `fd`. The one local reference made here is not deleted: the JVM
+    // frees it when the native returns (a native frame has room for 16), and a DeleteLocalRef
+    // would be one more VM transition on every write.
+    let n = unsafe {
+        let (Some(get_obj), Some(get_int)) = ((**raw).GetObjectField, (**raw).GetIntField) else {
+            return None;
+        };
+        let fd = get_obj(raw, this, fos_fd.into_raw());
+        if fd.is_null() {
             return None;
         }
+        get_int(raw, fd, fd_fd.into_raw())
     };
-    let n = env
-        .get_field_unchecked(&fd, fd_fd, ReturnType::Primitive(Primitive::Int))
-        .and_then(|v| v.i());
-    let _ = env.delete_local_ref(fd);
-    match n {
-        Ok(n) => Some((a, Stream::from_fd(n as i64)?)),
-        Err(_) => {
-            clear_exception(env);
-            None
-        }
-    }
+    Some((a, Stream::from_fd(n as i64)?))
 }
 
 /// Hands one write to the core (`fill` puts its bytes into the buffer; false: they cannot be
