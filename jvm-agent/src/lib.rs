@@ -66,8 +66,6 @@ struct Agent {
     kinds: [u32; 3],
     /// Kinds of the FileInputStream calls, indexed like `fileio::KINDS`.
     files: [u32; fileio::KINDS.len()],
-    /// Kinds of the output events, indexed by `Stream` (for reports made here).
-    outs: [u32; 2],
     /// The hook class, once defined at VMStart. Until then no class is rewritten.
     hooks: OnceLock<GlobalRef>,
     /// Where the class cache lives (`cache=`), see [`cache`].
@@ -321,13 +319,11 @@ unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
     NAMED.with(|n| n.set(true)); // the core made this thread logical thread 0, "main"
     let kinds = KINDS.map(|k| core.intern(k));
     let files = fileio::KINDS.map(|k| core.intern(k));
-    let outs = replay_core::session::OUTPUT_KINDS.map(|k| core.intern(k));
     let agent = Agent {
         jvmti,
         core,
         kinds,
         files,
-        outs,
         hooks: OnceLock::new(),
         cache,
         disabled: AtomicBool::new(false),
@@ -802,18 +798,15 @@ fn flush_thread_buffer(env: &mut JNIEnv) {
     }
 }
 
-/// Whether a write of the calling thread is an output event, and if so, keeps the thread's
-/// events in sequence first, like `ReplayHooks.fileEvent()` for file calls: record hands over
-/// the thread's buffered clock events (they took earlier numbers); replay reports clock values
-/// fetched for the thread and still unused (the recorded program read the clock before it
-/// wrote). A thread the agent knows (it named it) is handled here without calling Java;
-/// others ask `fileEvent()`, which names the thread, or says no for a JDK service thread.
-/// Call inside the hook guard.
-pub(crate) fn output_turn(
-    a: &Agent,
-    env: &mut JNIEnv,
-    stream: replay_core::session::Stream,
-) -> bool {
+/// Whether a write of the calling thread is an output event, and if so, in record, hands over
+/// the thread's buffered clock events first (they took earlier numbers, and a thread's events
+/// reach the core in sequence order), like `ReplayHooks.fileEvent()` for file calls. Replay
+/// compares output per thread out of the threads' turns (the core's unordered kinds), so
+/// clock values fetched for the thread and not used yet do not matter to a write. A thread
+/// the agent knows (it named it) is handled here without calling Java; others ask
+/// `fileEvent()`, which names the thread, or says no for a JDK service thread. Call inside the
+/// hook guard.
+pub(crate) fn output_turn(a: &Agent, env: &mut JNIEnv) -> bool {
     if !NAMED.with(|n| n.get()) {
         let (Some(id), Some(h)) = (fileio::FILE_EVENT.get(), a.hooks.get()) else {
             return false;
@@ -838,31 +831,21 @@ pub(crate) fn output_turn(
         }
         return yes;
     }
+    if a.core.mode() != Mode::Record {
+        return true;
+    }
     let buf = BUFFER.with(|b| b.get());
     if buf.is_null() {
         return true; // no clock call yet: nothing buffered
     }
     // SAFETY: a live global reference to this thread's long[] (made in attach0).
     let arr = unsafe { JLongArray::from_raw(buf as jlongArray) };
-    match &a.core.session {
-        Session::Record(_) => {
-            let mut head = [0 as jlong; 1];
-            if env.get_long_array_region(&arr, 0, &mut head).is_ok() && head[0] > 1 {
-                record_from_array(a, env, &arr, head[0] as jint);
-                let _ = env.set_long_array_region(&arr, 0, &[1]);
-            }
-            clear_exception(env);
-        }
-        Session::Replay(_) if !a.core.options.verify_output => {
-            // Writes are not compared, only passed over in their turn: a write while fetched
-            // values are unused is not where the recording wrote, so it passes over nothing
-            // (the clock call that follows reports the divergence, if there is one).
-            return pending_event(env, &arr).is_none();
-        }
-        Session::Replay(_) => {
-            left_unused(a, env, &arr, Some((a.outs[stream as usize], None)));
-        }
+    let mut head = [0 as jlong; 1];
+    if env.get_long_array_region(&arr, 0, &mut head).is_ok() && head[0] > 1 {
+        record_from_array(a, env, &arr, head[0] as jint);
+        let _ = env.set_long_array_region(&arr, 0, &[1]);
     }
+    clear_exception(env);
     true
 }
 
@@ -1128,18 +1111,26 @@ pub extern "system" fn Java_java_lang_ReplayHooks_run0<'l>(
             env.get_array_length(&b)
                 .map_or(1, |n| (n as usize).saturating_sub(3).max(1))
         };
-        let got = if digest.is_some() {
-            r.next(a.kinds[k], 0, digest).map(|e| run.push(e))
-        } else {
-            r.next_run(a.kinds[k], max, &mut run)
+        // The core's one run API (getNanoTimeAdjustment, which has an input digest, is one
+        // call alone); a verdict instead of a run is applied here: stop, live, or
+        // (warn-continue) the recorded value.
+        let verdict = {
+            let env = RefCell::new(&mut env);
+            let stack = || java_stack(a, &mut env.borrow_mut());
+            if digest.is_some() {
+                match a.core.replay(a.kinds[k], 0, digest, &stack) {
+                    Verdict::Serve(e) => {
+                        run.push(e);
+                        None
+                    }
+                    v => Some(v),
+                }
+            } else {
+                a.core.replay_run(a.kinds[k], max, &mut run, &stack)
+            }
         };
-        if let Err(d) = got {
-            let d = match java_stack(a, &mut env) {
-                Some(c) => d.with_context(c),
-                None => d,
-            };
-            // The core's policy: stop, live, or (warn-continue) the recorded value.
-            return match apply(a.core.diverged(d)) {
+        if let Some(v) = verdict {
+            return match apply(v) {
                 Some(e) => int_or(a, &e, k, live),
                 None => live,
             };

@@ -105,7 +105,7 @@ fn check(raw: *mut RawJniEnv, this: jobject, fill: impl FnOnce(&mut JNIEnv, &mut
         let Some((a, stream)) = output_stream(&mut env, this) else {
             return;
         };
-        if !output_turn(a, &mut env, stream) {
+        if !output_turn(a, &mut env) {
             return;
         }
         BYTES.with(|b| {
