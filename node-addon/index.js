@@ -36,6 +36,8 @@ const K_ORIGIN = 6;
 const K_QUEUED = 255;
 // Bytes of queued event values held before a crossing (see host.queue).
 const QUEUE_BYTES = 1 << 20;
+// Bytes of consecutive writes to one stream recorded as one event at most (host.queueOut).
+const OUT_MERGE = 64 << 10;
 
 // Hook modules under lib/, installed in this order when present.
 const MODULES = ['fs', 'crypto', 'net'];
@@ -298,7 +300,13 @@ function install() {
     }
     useBlock(first);
     let ndata = 0;
+    // The output event last queued (queueOut): its batch index (-1: none to extend), kind,
+    // and where its length is in `lens`.
+    let outAt = -1;
+    let outKind = -1;
+    let outLen = 0;
     const flushBatch = () => {
+      outAt = -1;
       if (rcount !== checked && rlimit > 0) {
         values[n++] = rcount;
         codes[n - 1] = K_RANDOM;
@@ -357,7 +365,10 @@ function install() {
     // A write of the program to stdout or stderr (lib/output.js): one event of output kind
     // `k` whose bytes are what was written, `chunk` a string in `encoding` or bytes. Queued
     // like the events above, its bytes written straight into `data`: a console.log line
-    // costs no allocation here.
+    // costs no allocation here. Writes to one stream with nothing queued between them are one
+    // event (replay compares each stream as one run of bytes, however it was split): a
+    // program printing lines makes an event per batch rather than per line, which is what
+    // keeps the native side's per-event work (here and in replay) off the cost of printing.
     host.queueOut = (k, chunk, encoding) => {
       if (!on) return;
       let len;
@@ -369,7 +380,8 @@ function install() {
           return;
         }
         if (ndata + max > data.length || nlens + 3 > lens.length) flushBatch();
-        len = data.write(chunk, ndata, encoding);
+        // utf8Write: Buffer#write's argument checks cost more than encoding a line.
+        len = encoding === 'utf8' ? data.utf8Write(chunk, ndata) : data.write(chunk, ndata, encoding);
       } else {
         len = chunk.length;
         if (len > QUEUE_BYTES / 4) {
@@ -380,7 +392,16 @@ function install() {
         data.set(chunk, ndata);
       }
       if (len === 0) return;
+      // (A flush for room above ended the event to extend: outAt is -1 then.)
+      if (outAt >= 0 && outAt === n - 1 && outKind === k && lens[outLen] + len <= OUT_MERGE) {
+        lens[outLen] += len;
+        ndata += len;
+        return;
+      }
       ndata += len;
+      outAt = n;
+      outKind = k;
+      outLen = nlens + 2;
       // No input, one part (events::Queued); the JSON text is a placeholder the native side
       // does not store (an empty one would read as no event).
       lens[nlens++] = 0;

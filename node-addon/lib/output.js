@@ -92,45 +92,62 @@ function install(ev, native, host) {
   const livePid = `(${process.release.name}:${process.pid}) `;
   const recordedPid = replaying ? `(${process.release.name}:${native.recordedPid()}) ` : livePid;
 
+  const utf8 = (encoding) => encoding === 'utf8' || encoding === 'utf-8';
+
+  // The common case without encoding the string: an ASCII string in a byte encoding whose
+  // bytes are its char codes, all in the recorded bytes fetched. True when it matched (and
+  // counts as compared); false leaves everything to check() (another character, a
+  // difference, or the recorded bytes not fetched yet), which compares it from its start.
+  function ascii(t, chunk, encoding) {
+    const m = chunk.length;
+    const b = t.buf;
+    if (t.off || b === null || t.pos + m > b.length || m > 256) return false;
+    if (!utf8(encoding) && encoding !== 'latin1' && encoding !== 'ascii') return false;
+    const p = t.pos;
+    for (let j = 0; j < m; j++) {
+      const c = chunk.charCodeAt(j);
+      if (c > 0x7f || c !== b[p + j]) return false;
+    }
+    t.pos = p + m;
+    t.done += m;
+    return true;
+  }
+
   // Replay: a string or bytes the program writes to stream s; true: let it through.
   function checkChunk(s, chunk, encoding) {
     if (typeof chunk === 'string') {
       if (s === 1 && chunk.startsWith(livePid)) chunk = recordedPid + chunk.slice(livePid.length);
-      if (chunk.length * 3 <= SCRATCH) return check(s, scratch, scratch.write(chunk, 0, encoding));
+      if (ascii(streams[s], chunk, encoding)) return true;
+      if (chunk.length * 3 <= SCRATCH) {
+        const n = utf8(encoding) ? scratch.utf8Write(chunk, 0) : scratch.write(chunk, 0, encoding);
+        return check(s, scratch, n);
+      }
       const b = Buffer.from(chunk, encoding);
       return check(s, b, b.length);
     }
     return check(s, chunk, chunk.length);
   }
 
-  // A write of `chunk` (a string in `encoding`, or a Uint8Array) to stream s by `write`
-  // (which writes it): recorded after it was written, compared before in replay.
-  function hooked(s, chunk, encoding, write) {
-    if (replaying) {
-      let go = true;
-      try {
-        go = checkChunk(s, chunk, encoding);
-      } catch (e) {
-        ev.fail('replay', e);
-      }
-      // Replay stopped (checkStop ended the process already, unless it could not).
-      if (!go) return undefined;
-    }
-    depth++;
-    let r;
+  // A write of `chunk` (a string in `encoding`, or a Uint8Array) to stream s: compared in
+  // replay before it is written (false: do not write it, replay stopped), recorded after.
+  // The hooks call the real function themselves with their `arguments`: a closure over
+  // them, or a copy, cost ~0.9 us a write (measured on Node 20), a fifth of a console.log.
+  function before(s, chunk, encoding) {
+    if (!replaying) return true;
     try {
-      r = write();
-    } finally {
-      depth--;
+      return checkChunk(s, chunk, encoding);
+    } catch (e) {
+      ev.fail('replay', e);
+      return true;
     }
-    if (!replaying) {
-      try {
-        host.queueOut(kinds[s], chunk, encoding);
-      } catch (e) {
-        ev.fail('recording', e);
-      }
+  }
+  function after(s, chunk, encoding) {
+    if (replaying) return;
+    try {
+      host.queueOut(kinds[s], chunk, encoding);
+    } catch (e) {
+      ev.fail('recording', e);
     }
-    return r;
   }
 
   const bypass = () => !ev.on || ended || ev.busy || depth > 0;
@@ -139,6 +156,18 @@ function install(ev, native, host) {
   // a program that never prints gets no stream made by the addon.
   function hookStream(stream, s) {
     if (!stream || typeof stream.write !== 'function') return;
+    // Replay: a pipe written faster than its reader reads queues the writes in the process,
+    // and a stop (which exits at once, as process.exit does) would lose the queue: the
+    // output before the report, the part the person compares with the recording. Blocking
+    // writes (as files and terminals get on Linux) leave nothing queued; the program cannot
+    // tell, as the replayed run's timing is not the recorded one anyway.
+    if (replaying && stream._handle && typeof stream._handle.setBlocking === 'function') {
+      try {
+        stream._handle.setBlocking(true);
+      } catch (_) {
+        // Only the output after a stop may be cut short then.
+      }
+    }
     const real = stream.write;
     const own = Object.getOwnPropertyDescriptor(stream, 'write');
     stream.write = like(function write(chunk, encoding, cb) {
@@ -149,8 +178,16 @@ function install(ev, native, host) {
         typeof encoding === 'string' && encoding !== 'buffer'
           ? encoding
           : (this._writableState && this._writableState.defaultEncoding) || 'utf8';
-      const args = arguments;
-      return hooked(s, chunk, enc, () => real.apply(this, args));
+      if (!before(s, chunk, enc)) return false;
+      depth++;
+      let r;
+      try {
+        r = real.apply(this, arguments);
+      } finally {
+        depth--;
+      }
+      after(s, chunk, enc);
+      return r;
     }, real);
     restorers.push(() => {
       if (own) Object.defineProperty(stream, 'write', own);
@@ -186,19 +223,17 @@ function install(ev, native, host) {
   // fs.write(Sync)'s bytes: (fd, string[, position[, encoding]]) or (fd, buffer, offset
   // [, length[, position]]) or (fd, buffer[, options]). null when the arguments are not
   // valid (the real call then says why, and nothing is written).
-  function fsChunk(args) {
-    const data = args[1];
+  function fsChunk(data, o, len) {
     if (typeof data === 'string') return data;
     if (!ArrayBuffer.isView(data)) return null;
     let offset = 0;
     let length;
-    const o = args[2];
     if (o !== null && typeof o === 'object') {
       if (o.offset !== undefined) offset = o.offset;
       length = o.length;
     } else {
       if (typeof o === 'number') offset = o;
-      if (typeof args[3] === 'number') length = args[3];
+      if (typeof len === 'number') length = len;
     }
     if (length === undefined) length = data.byteLength - offset;
     if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0) return null;
@@ -209,13 +244,23 @@ function install(ev, native, host) {
   for (const name of ['writeSync', 'write']) {
     const real = fs[name];
     if (typeof real !== 'function') continue;
-    fs[name] = like(function (fd) {
+    // Named parameters, not arguments[i]: reading past the arguments given cost ~0.2 us.
+    fs[name] = like(function (fd, data, o, x) {
       if ((fd !== 1 && fd !== 2) || bypass()) return real.apply(this, arguments);
-      const chunk = fsChunk(arguments);
+      const chunk = fsChunk(data, o, x);
       if (chunk === null) return real.apply(this, arguments);
-      const enc = typeof chunk === 'string' && typeof arguments[3] === 'string' ? arguments[3] : 'utf8';
-      const args = arguments;
-      return hooked(fd - 1, chunk, enc, () => real.apply(this, args));
+      const enc = typeof chunk === 'string' && typeof x === 'string' ? x : 'utf8';
+      // (Not compared: replay stopped.)
+      if (!before(fd - 1, chunk, enc)) return name === 'writeSync' ? 0 : undefined;
+      depth++;
+      let r;
+      try {
+        r = real.apply(this, arguments);
+      } finally {
+        depth--;
+      }
+      after(fd - 1, chunk, enc);
+      return r;
     }, real);
     restorers.push(() => {
       fs[name] = real;

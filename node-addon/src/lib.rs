@@ -173,14 +173,6 @@ pub(crate) fn js_stack(env: &Env) -> Option<String> {
     f.call(()).ok().filter(|s| !s.is_empty())
 }
 
-/// Adds the JS stack to a divergence found by a run-based path before the core reports it.
-pub(crate) fn with_stack(env: &Env, d: Box<Divergence>) -> Box<Divergence> {
-    match js_stack(env) {
-        Some(s) => d.with_context(s),
-        None => d,
-    }
-}
-
 fn open(node_version: &str, program: &str, argv: &[String]) -> Option<Active> {
     let (options, unknown) = match Options::from_env() {
         Ok(x) => x,
@@ -456,35 +448,29 @@ static RUNS: Mutex<[Vec<Event>; KINDS.len()]> = Mutex::new([const { Vec::new() }
 pub fn replay_run(env: &Env, code: u32, mut buf: Float64Array) -> Res<u32> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(0) };
-        let Session::Replay(r) = &a.core.session else {
+        let Session::Replay(_) = &a.core.session else {
             return Err(err("replay_run called while recording"));
         };
         let Some(&kind) = a.kinds.get(code as usize) else {
             return Err(err(format!("unknown hook code {code}")));
         };
-        if let Some(c) = a.core.stopped() {
-            apply(Verdict::Stop(c));
-            return Ok(0);
-        }
-        if r.is_live() || buf.is_empty() {
+        if buf.is_empty() {
             return Ok(0);
         }
         let mut runs = RUNS.lock().unwrap_or_else(|p| p.into_inner());
         let run = &mut runs[code as usize];
-        run.clear();
-        if let Err(d) = r.next_of_run(kind, buf.len(), run) {
-            drop(runs);
-            let Some(e) = apply(a.core.diverged(with_stack(env, d))) else {
-                return Ok(0);
-            };
-            // SAFETY: as below.
-            let slots = unsafe { buf.as_mut() };
-            slots[0] = value_of(&e, code);
-            return Ok(1);
-        }
         // SAFETY: the JS main thread, the only one that uses this buffer, is inside this
         // synchronous call (active() checked the thread), so nothing else touches it now.
         let slots = unsafe { buf.as_mut() };
+        if let Some(v) = a.core.replay_run(kind, slots.len(), run, &|| js_stack(env)) {
+            return Ok(match apply(v) {
+                Some(e) => {
+                    slots[0] = value_of(&e, code);
+                    1
+                }
+                None => 0,
+            });
+        }
         for (slot, e) in slots.iter_mut().zip(run.iter()) {
             *slot = value_of(e, code);
         }
@@ -499,7 +485,7 @@ pub fn replay_run(env: &Env, code: u32, mut buf: Float64Array) -> Res<u32> {
 pub fn replay_unread(code: u32, used: u32) -> Res<()> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(()) };
-        let Session::Replay(r) = &a.core.session else {
+        let Session::Replay(_) = &a.core.session else {
             return Err(err("replay_unread called while recording"));
         };
         let Some(&kind) = a.kinds.get(code as usize) else {
@@ -508,7 +494,7 @@ pub fn replay_unread(code: u32, used: u32) -> Res<()> {
         let mut runs = RUNS.lock().unwrap_or_else(|p| p.into_inner());
         let run = &mut runs[code as usize];
         let used = (used as usize).min(run.len());
-        r.unread_of(kind, run.split_off(used));
+        a.core.unread(kind, run.split_off(used));
         run.clear();
         Ok(())
     })

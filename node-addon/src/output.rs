@@ -3,55 +3,57 @@
 //! `record_batch`).
 //!
 //! Crossing N-API per write would cost more than the write (a `console.log` line to a file is
-//! ~2 us), so `lib/output.js` compares on its side, against recorded bytes it fetches a run
-//! of events at a time ([`out_fetch`]), and crosses again only when that run is used up, at
-//! the first difference and at exit. The core still sees every byte, in order, so its
-//! reports name the right byte offset and line: the events fetched are held here, and handed
-//! back ([`Replayer::unread_of`]) and compared by [`Core::output`] once the JS side verified
-//! them (whole events, so the core never holds a half-compared event while more are held
-//! here). A difference is given to the core with the write it was found in and the JS stack
-//! of that write: the core finds the first differing byte again and reports it.
+//! a few microseconds, the 5 % budget a few hundred nanoseconds), so `lib/output.js` compares
+//! on its side against recorded bytes it fetches a run of events at a time ([`out_fetch`]),
+//! and crosses again only when a run is used up, at the first difference and at exit. The
+//! core still sees every byte, in order ([`Core::output`]): the bytes the JS side found equal
+//! are handed to it at the next crossing, so its state (byte offset, line) is the program's
+//! and it reports the first difference itself, with the JS stack of the write
+//! ([`out_differ`]), and at the end whatever recorded output was not written.
 //!
-//! [`Replayer::unread_of`]: replay_core::Replayer::unread_of
+//! The look-ahead bytes come from a reader of the log of this module's own: the core takes
+//! recorded writes out of its queues only as it compares them, with no way to look at the
+//! next ones or give them back, so the bytes the JS side compares against are read a second
+//! time here (the output events of the calling logical thread, in recorded order). Reading
+//! them twice costs little next to the writes (a log decodes at tens of millions of events a
+//! second).
+//!
 //! [`Core::output`]: replay_core::Core::output
 
 use crate::{active, apply, err, guarded, js_stack, Active, Res};
 use napi::bindgen_prelude::{Buffer, BufferSlice};
 use napi::Env;
 use napi_derive::napi;
-use replay_core::session::{Session, Stream};
-use replay_core::{Event, Payload};
+use replay_core::session::{Session, Stream, OUTPUT_KINDS};
+use replay_core::{LogReader, Payload};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
-/// Events fetched per crossing at most (a run of `console.log` lines is one event each).
+/// Recorded writes handed to the JS side per crossing at most.
 const RUN: usize = 4096;
 
-/// One stream's events handed to the JS side and not yet compared by the core.
+/// Bytes handed to the JS side per crossing at most (a run of large writes).
+const RUN_BYTES: usize = 1 << 20;
+
+/// The look-ahead reader and, per stream, the bytes handed to the JS side.
 #[derive(Default)]
-struct Held {
-    events: VecDeque<Event>,
-    /// Stream bytes the core compared: where the first held event starts.
-    committed: u64,
+struct Ahead {
+    /// The log, read for its output events; `None` before the first fetch and once it ended
+    /// (or could not be read: then the JS side gets no bytes and every write goes to the
+    /// core, which compares it).
+    reader: Option<LogReader>,
+    opened: bool,
+    /// The logical thread whose writes these are (the calling thread's).
+    thread: u32,
+    /// Recorded writes read and not yet handed to the JS side, per stream.
+    queued: [VecDeque<Vec<u8>>; 2],
+    /// Per stream: bytes handed to the JS side that the core has not compared yet, and the
+    /// stream offset where they start.
+    sent: [Vec<u8>; 2],
+    committed: [u64; 2],
 }
 
-static HELD: Mutex<[Held; 2]> = Mutex::new([
-    Held {
-        events: VecDeque::new(),
-        committed: 0,
-    },
-    Held {
-        events: VecDeque::new(),
-        committed: 0,
-    },
-]);
-
-fn bytes(e: &Event) -> &[u8] {
-    match &e.payload {
-        Payload::Bytes { data } => data,
-        _ => &[],
-    }
-}
+static AHEAD: Mutex<Option<Ahead>> = Mutex::new(None);
 
 fn stream(s: u32) -> Res<Stream> {
     match s {
@@ -61,57 +63,59 @@ fn stream(s: u32) -> Res<Stream> {
     }
 }
 
-/// The core compares the held events that end at or before stream byte `verified` (the JS
-/// side found them equal to what the program wrote): they go back to the replayer and the
-/// core takes them again, seeing the same bytes. A stop found meanwhile (by another check)
-/// is applied; the comparison itself cannot differ.
-fn commit(a: &Active, s: Stream, h: &mut Held, verified: u64) {
-    let Session::Replay(r) = &a.core.session else {
-        return;
-    };
-    let mut whole = Vec::new();
-    let mut end = h.committed;
-    while let Some(e) = h.events.front() {
-        let n = bytes(e).len() as u64;
-        if end + n > verified {
-            break;
+impl Ahead {
+    /// The core compares the bytes up to stream offset `verified` that the JS side found
+    /// equal to what the program wrote: the same bytes, so no difference; a stop found
+    /// meanwhile by another check is applied.
+    fn commit(&mut self, a: &Active, s: Stream, verified: u64) {
+        let i = s as usize;
+        let n = (verified.saturating_sub(self.committed[i]) as usize).min(self.sent[i].len());
+        if n == 0 {
+            return;
         }
-        end += n;
-        whole.push(h.events.pop_front().unwrap_or_else(|| unreachable!()));
+        apply(a.core.output(s, &self.sent[i][..n], &|| None));
+        self.sent[i].drain(..n);
+        self.committed[i] += n as u64;
     }
-    if whole.is_empty() {
-        return;
-    }
-    let data: Vec<u8> = whole
-        .iter()
-        .flat_map(|e| bytes(e).iter().copied())
-        .collect();
-    r.unread_of(a.out_kinds[s as usize], whole);
-    h.committed = end;
-    apply(a.core.output(s, &data, &|| None));
-}
 
-/// Hands every held event back (in order) and returns the bytes of the first one that the
-/// JS side already verified (up to `verified`): the core is then where the program is.
-fn give_back(a: &Active, s: Stream, h: &mut Held, verified: u64) -> Vec<u8> {
-    commit(a, s, h, verified);
-    let Session::Replay(r) = &a.core.session else {
-        return Vec::new();
-    };
-    let part = (verified.saturating_sub(h.committed)) as usize;
-    let prefix = h
-        .events
-        .front()
-        .map(|e| bytes(e)[..part.min(bytes(e).len())].to_vec())
-        .unwrap_or_default();
-    let events: Vec<Event> = h.events.drain(..).collect();
-    r.unread_of(a.out_kinds[s as usize], events);
-    prefix
+    /// Reads the log on until stream `i` has a recorded write queued; false at its end.
+    fn read_more(&mut self, a: &Active, i: usize) -> bool {
+        if !self.opened {
+            self.opened = true;
+            if let Session::Replay(r) = &a.core.session {
+                self.thread = r.caller().0;
+            }
+            self.reader = LogReader::open(&a.core.log).ok();
+        }
+        // A chunk at a time, in file order: one thread's events are in recorded order there
+        // (only the JS main thread records), so no reordering across chunks is needed.
+        while self.queued[i].is_empty() {
+            let Some(reader) = self.reader.as_mut() else {
+                return false;
+            };
+            let Ok(Some(batch)) = reader.next_batch() else {
+                self.reader = None;
+                return false;
+            };
+            let ids = OUTPUT_KINDS.map(|k| reader.strings().id(k));
+            for run in batch.runs.into_iter().filter(|r| r.thread == self.thread) {
+                for e in run.events {
+                    let Some(k) = ids.iter().position(|id| *id == Some(e.kind)) else {
+                        continue;
+                    };
+                    if let Payload::Bytes { data } = e.payload {
+                        self.queued[k].push_back(data);
+                    }
+                }
+            }
+        }
+        true
+    }
 }
 
 /// Replay: the recorded bytes of stream `s` (0 stdout, 1 stderr) that follow those fetched
-/// before, a run of events at a time; null when the recording holds no more (the next write
-/// then goes to [`out_differ`], and the core reports what is there instead). `verified`: the
+/// before, a run of writes at a time; null when the recording holds no more (the next write
+/// then goes to [`out_differ`], and the core says what is there instead). `verified`: the
 /// stream bytes the JS side found equal so far, which the core compares now.
 #[napi]
 pub fn out_fetch(s: u32, verified: f64) -> Res<Option<Buffer>> {
@@ -121,57 +125,61 @@ pub fn out_fetch(s: u32, verified: f64) -> Res<Option<Buffer>> {
         let Session::Replay(r) = &a.core.session else {
             return Err(err("out_fetch called while recording"));
         };
-        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-        let h = &mut held[s as usize];
-        commit(a, st, h, verified as u64);
+        let mut ahead = AHEAD.lock().unwrap_or_else(|p| p.into_inner());
+        let ah = ahead.get_or_insert_with(Ahead::default);
+        ah.commit(a, st, verified as u64);
         if a.core.stopped().is_some() || r.is_live() {
             return Ok(None);
         }
-        let mut run = Vec::new();
-        // Nothing left is not reported here: the program may write no more.
-        if r.next_of_run(a.out_kinds[s as usize], RUN, &mut run)
-            .is_err()
-        {
+        let i = s as usize;
+        let mut data = Vec::new();
+        for _ in 0..RUN {
+            if data.len() >= RUN_BYTES || !ah.read_more(a, i) {
+                break;
+            }
+            data.extend(ah.queued[i].pop_front().unwrap_or_default());
+        }
+        if data.is_empty() {
             return Ok(None);
         }
-        let data: Vec<u8> = run.iter().flat_map(|e| bytes(e).iter().copied()).collect();
-        h.events.extend(run);
+        ah.sent[i].extend_from_slice(&data);
         Ok(Some(data.into()))
     })
 }
 
 /// Replay: the program writes `data` to stream `s`, and it differs from the recording (or
 /// the JS side has no recorded bytes left for it); `verified` stream bytes before it were
-/// found equal. The core compares and reports the difference with the write's JS stack.
-/// Returns true when the write goes through (the core found it equal after all, or the
-/// policy lets the program go on); false when replay stopped ([`crate::stop_code`]).
+/// found equal. The core compares the write and reports the difference with its JS stack.
+/// Returns true when the write goes through (the policy lets the program go on), false when
+/// replay stopped ([`crate::stop_code`]).
 #[napi]
 pub fn out_differ(env: &Env, s: u32, verified: f64, data: BufferSlice) -> Res<bool> {
     guarded(|| {
         let st = stream(s)?;
         let Some(a) = active()? else { return Ok(true) };
-        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-        let mut all = give_back(a, st, &mut held[s as usize], verified as u64);
-        drop(held);
-        all.extend_from_slice(&data);
-        apply(a.core.output(st, &all, &|| js_stack(env)));
+        {
+            let mut ahead = AHEAD.lock().unwrap_or_else(|p| p.into_inner());
+            let ah = ahead.get_or_insert_with(Ahead::default);
+            ah.commit(a, st, verified as u64);
+            // The JS side compares this stream no more (nor does the core, after a report).
+            ah.sent[s as usize].clear();
+            ah.queued[s as usize].clear();
+        }
+        apply(a.core.output(st, &data, &|| js_stack(env)));
         Ok(crate::stop_code() == 0)
     })
 }
 
-/// Replay, at exit: stream `s`'s JS-side comparison ends after `verified` bytes; everything
-/// fetched beyond goes back, so that the core's end check reports recorded output the program
-/// did not write, at its byte offset.
+/// Replay, at exit: stream `s`'s JS-side comparison ends after `verified` bytes, which the
+/// core compares now; its end check then reports recorded output the program did not write.
 #[napi]
 pub fn out_end(s: u32, verified: f64) -> Res<()> {
     guarded(|| {
         let st = stream(s)?;
         let Some(a) = active()? else { return Ok(()) };
-        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
-        let part = give_back(a, st, &mut held[s as usize], verified as u64);
-        drop(held);
-        if !part.is_empty() {
-            apply(a.core.output(st, &part, &|| None));
+        let mut ahead = AHEAD.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(ah) = ahead.as_mut() {
+            ah.commit(a, st, verified as u64);
         }
         Ok(())
     })

@@ -126,6 +126,28 @@ fs.write(2, split ? 'async ' : 'async write\\n', () => {
   assert.match(info, /output\.stderr/);
 });
 
+test('a difference after many lines is reported at its byte and line, with the write\'s stack', () => {
+  // Thousands of lines: the comparison runs over several fetches of recorded bytes.
+  const t = setup('far', `
+const at = Number(process.env.AT);
+for (let i = 0; i < 10000; i++) {
+  if (i === at) process.stdout.write('changed ' + i + '\\n');
+  else console.log('line', i);
+}
+`);
+  const rec = runNode('record', t.log, t.app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const rep = runNode('replay', t.log, t.app, { env: { AT: '9000' } });
+  assert.strictEqual(rep.code, 86, rep.stderr);
+  let offset = 0;
+  for (let i = 0; i < 9000; i++) offset += `line ${i}\n`.length;
+  assert.match(rep.stderr, new RegExp(`stdout differs from the recording at byte ${offset} \\(line 9001\\)`));
+  assert.match(rep.stderr, /recorded: "line 9000"/);
+  assert.match(rep.stderr, /replayed: "changed 9000"/);
+  assert.match(rep.stderr, /app\.js:4:\d+/);
+  assert.strictEqual(rep.stdout, rec.stdout.slice(0, offset));
+});
+
 test('recorded output the program does not write is a divergence at exit', () => {
   const t = setup('short', `
 const n = Number(process.env.N);
