@@ -48,6 +48,15 @@ fn main() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("bench.replay");
     println!("replay core benchmark: {N} events per run, median of {RUNS} runs");
+    // `BENCH_ONLY=output` runs the output figure alone (to profile it).
+    if std::env::var("BENCH_ONLY").as_deref() != Ok("output") {
+        core_figures(&path);
+    }
+    output_figure(&path);
+}
+
+fn core_figures(path: &std::path::Path) {
+    let path = path.to_path_buf();
 
     // 1. Append of 8-byte values on one thread, including the final flush and close.
     let mut rates = Vec::new();
@@ -147,5 +156,44 @@ fn main() {
         rec / bare,
         bare * 1e9 / n as f64,
         rec * 1e9 / n as f64
+    );
+
+}
+
+/// Output verification: `Core::output` per write of a 36-byte line, record and replay (what
+/// a front end adds to each write to stdout).
+fn output_figure(path: &std::path::Path) {
+    let lines: Vec<String> = (0..1000).map(|i| format!("line {i:>6} of the program's output\n")).collect();
+    let writes = 2_000_000u64;
+    let fe = session::Frontend {
+        runtime: "bench",
+        runtime_version: "",
+        program: "bench",
+        default_log: "unused",
+        output: true,
+        per_kind: false,
+        argv: None,
+    };
+    let mut times = [Vec::new(), Vec::new()];
+    for _ in 0..RUNS {
+        for (i, mode) in ["record", "replay"].into_iter().enumerate() {
+            let mut o = Options::default();
+            o.set("mode", Some(mode)).expect("mode");
+            o.set("log", Some(path.to_str().expect("utf-8 path"))).expect("log");
+            let core = Core::start(o, &fe).expect("start").expect("on");
+            let t = Instant::now();
+            for w in 0..writes {
+                let line = &lines[(w % 1000) as usize];
+                let v = core.output(Stream::Stdout, line.as_bytes(), &|| None);
+                assert!(matches!(v, Verdict::Live), "{v:?}");
+            }
+            core.shutdown().expect("shutdown");
+            times[i].push(t.elapsed().as_secs_f64() * 1e9 / writes as f64);
+        }
+    }
+    println!(
+        "output.write     {:>8.1} ns record  {:>6.1} ns replay  (Core::output per 36-byte write, incl. close)",
+        median(times[0].clone()),
+        median(times[1].clone())
     );
 }

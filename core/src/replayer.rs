@@ -201,11 +201,11 @@ struct Inner {
 /// (logical thread, kind) by [`Replayer::next_unordered`].
 #[derive(Default)]
 struct Unordered {
-    queues: HashMap<(u32, u32), VecDeque<Event>>,
-    /// Their sequence numbers the strict cursor has yet to pass over.
-    ahead: std::collections::BTreeSet<u64>,
-    /// Events served so far.
-    served: u64,
+    /// Per (logical thread, kind). FxHash: looked up on every write a program makes.
+    queues: rustc_hash::FxHashMap<(u32, u32), VecDeque<Event>>,
+    /// Strict order only: their sequence numbers the cursor has yet to pass over (a
+    /// min-heap: threads' runs come in any order).
+    ahead: std::collections::BinaryHeap<std::cmp::Reverse<u64>>,
 }
 
 struct Local {
@@ -418,21 +418,7 @@ impl Replayer {
                     }
                     src.total += run.events.len() as u64;
                     if run.events.iter().any(|e| self.is_unordered(e.kind)) {
-                        let (out, rest): (Vec<Event>, Vec<Event>) = std::mem::take(&mut run.events)
-                            .into_iter()
-                            .partition(|e| self.is_unordered(e.kind));
-                        src.diverted += out.len() as u64;
-                        let mut u = self.inner.unordered.lock().unwrap();
-                        for e in out {
-                            u.ahead.insert(e.seq);
-                            u.queues
-                                .entry((run.thread, e.kind))
-                                .or_default()
-                                .push_back(e);
-                        }
-                        let first = u.ahead.first().copied().unwrap_or(NONE);
-                        self.inner.next_unordered.store(first, Ordering::Release);
-                        run.events = rest;
+                        self.divert(src, run.thread, &mut run.events);
                         diverted = true;
                     }
                     if let Some(q) = queues.get(&run.thread) {
@@ -463,6 +449,57 @@ impl Replayer {
                 false
             }
         }
+    }
+
+    /// Moves a run's unordered events ([`ReplayConfig::unordered`]) to their queues.
+    fn divert(&self, src: &mut Source, thread: u32, events: &mut Vec<Event>) {
+        let mut u = self.inner.unordered.lock().unwrap();
+        if self.inner.strict {
+            u.ahead.extend(
+                events
+                    .iter()
+                    .filter(|e| self.is_unordered(e.kind))
+                    .map(|e| std::cmp::Reverse(e.seq)),
+            );
+        }
+        // A thread that only writes: the whole run is one kind's, moved once.
+        let k = events[0].kind;
+        if events.iter().all(|e| e.kind == k) {
+            src.diverted += events.len() as u64;
+            u.queues
+                .entry((thread, k))
+                .or_default()
+                .extend(events.drain(..));
+            let first = u.ahead.peek().map_or(NONE, |r| r.0);
+            self.inner.next_unordered.store(first, Ordering::Release);
+            return;
+        }
+        let mut rest = Vec::new();
+        // A run is mostly one kind: its queue is looked up once per stretch of a kind.
+        let mut stretch: Vec<Event> = Vec::new();
+        let flush = |u: &mut Unordered, stretch: &mut Vec<Event>| {
+            if let Some(k) = stretch.first().map(|e| e.kind) {
+                u.queues
+                    .entry((thread, k))
+                    .or_default()
+                    .extend(stretch.drain(..));
+            }
+        };
+        for e in events.drain(..) {
+            if !self.is_unordered(e.kind) {
+                rest.push(e);
+                continue;
+            }
+            src.diverted += 1;
+            if stretch.first().is_some_and(|f| f.kind != e.kind) {
+                flush(&mut u, &mut stretch);
+            }
+            stretch.push(e);
+        }
+        flush(&mut u, &mut stretch);
+        let first = u.ahead.peek().map_or(NONE, |r| r.0);
+        self.inner.next_unordered.store(first, Ordering::Release);
+        *events = rest;
     }
 
     /// Binds the calling thread to a recorded logical thread: by name when it has one,
@@ -937,11 +974,16 @@ impl Replayer {
             .flatten()
     }
 
-    /// The calling thread's next recorded event of unordered kind `kind`
-    /// ([`ReplayConfig::unordered`]), in recorded order, without waiting for a turn. Reads
-    /// on in the log while the thread has none taken in yet; none at all is
-    /// [`DivergenceKind::Exhausted`] (or [`DivergenceKind::Cut`]).
-    pub fn next_unordered(&self, kind: u32) -> Result<Event, Box<Divergence>> {
+    /// Moves every event of unordered kind `kind` ([`ReplayConfig::unordered`]) taken in so
+    /// far for the calling thread to `out`, in recorded order, without waiting for a turn;
+    /// returns the thread's logical id. Reads on in the log while there are none; none at all
+    /// is [`DivergenceKind::Exhausted`] (or [`DivergenceKind::Cut`]). Taking them all at once
+    /// lets the caller serve the thread's writes without a lock.
+    pub fn take_unordered(
+        &self,
+        kind: u32,
+        out: &mut VecDeque<Event>,
+    ) -> Result<u32, Box<Divergence>> {
         let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
             if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
@@ -951,13 +993,16 @@ impl Replayer {
             loop {
                 {
                     let mut u = self.inner.unordered.lock().unwrap();
-                    let got = u
-                        .queues
-                        .get_mut(&(local.thread, kind))
-                        .and_then(|q| q.pop_front());
-                    if let Some(e) = got {
-                        u.served += 1;
-                        return Ok(e);
+                    if let Some(q) = u.queues.get_mut(&(local.thread, kind)) {
+                        if !q.is_empty() {
+                            // Usually `out` is empty: a swap, not a move of every event.
+                            if out.is_empty() {
+                                std::mem::swap(out, q);
+                            } else {
+                                out.append(q);
+                            }
+                            return Ok(local.thread);
+                        }
                     }
                 }
                 let mut src = self.inner.source.lock().unwrap();
@@ -993,27 +1038,27 @@ impl Replayer {
             let mut u = self.inner.unordered.lock().unwrap();
             loop {
                 let c = self.inner.cursor.load(Ordering::Acquire);
-                while u.ahead.first().is_some_and(|&s| s < c) {
-                    u.ahead.pop_first();
+                while u.ahead.peek().is_some_and(|r| r.0 < c) {
+                    u.ahead.pop();
                 }
-                match u.ahead.first() {
+                match u.ahead.peek().map(|r| r.0) {
                     // No thread's turn is `c` (its event is out of the queues), so only this
                     // moves the cursor from there.
-                    Some(&s) if s == c => {
+                    Some(s) if s == c => {
                         if self
                             .inner
                             .cursor
                             .compare_exchange(c, c + 1, Ordering::AcqRel, Ordering::Acquire)
                             .is_ok()
                         {
-                            u.ahead.pop_first();
+                            u.ahead.pop();
                             moved = true;
                         }
                     }
                     _ => break,
                 }
             }
-            let first = u.ahead.first().copied().unwrap_or(NONE);
+            let first = u.ahead.peek().map_or(NONE, |r| r.0);
             self.inner.next_unordered.store(first, Ordering::Release);
         }
         if moved && self.inner.parked.load(Ordering::Acquire) > 0 {
@@ -1044,6 +1089,19 @@ impl Replayer {
                 (local.thread, local.name.clone())
             })
             .unwrap_or((u32::MAX, "exiting thread".into()))
+    }
+
+    /// [`Self::caller`]'s id alone (no name to copy): once per write a program makes.
+    pub fn caller_id(&self) -> u32 {
+        LOCAL
+            .try_with(|l| {
+                let mut l = l.borrow_mut();
+                if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                    *l = Some(self.bind(None, ""));
+                }
+                l.as_ref().map_or(u32::MAX, |x| x.thread)
+            })
+            .unwrap_or(u32::MAX)
     }
 
     /// The number of events read from the log so far (all of them after [`Self::finish`]).

@@ -30,11 +30,13 @@ use crate::reader::End;
 use crate::recorder::{RecordConfig, Recorder};
 use crate::replayer::{ReplayConfig, Replayer};
 use crate::report::{Actual, Divergence, DivergenceKind};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 pub enum Session {
     Record(Recorder),
@@ -136,11 +138,47 @@ struct OutState {
     /// The bytes since the last line feed before `offset` (at most [`TAIL`]): the start of
     /// the line a difference is reported in.
     tail: Vec<u8>,
-    /// A recorded write only partly matched so far: its event and how far.
-    pending: Option<(Event, usize)>,
+    /// Recorded writes of this thread taken from the core and not yet matched, and how far
+    /// the first one is matched.
+    queue: VecDeque<Event>,
+    pos: usize,
     /// A difference was reported: the rest of this stream is not compared.
     failed: bool,
 }
+
+static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
+
+/// A thread's output streams while it writes, kept thread-local so that comparing a write
+/// takes no lock: the thread's recorded writes are taken from the core in bulk, and matched
+/// here. When the thread ends (or the session checks its end) the state goes to the shared
+/// table, where the end-of-replay check finds what was left unwritten.
+struct ThreadOut {
+    gen: u64,
+    thread: u32,
+    streams: [OutState; 2],
+    home: Arc<Mutex<FxHashMap<(u32, Stream), OutState>>>,
+}
+
+impl ThreadOut {
+    fn park(&mut self) {
+        let mut home = self.home.lock().unwrap_or_else(|p| p.into_inner());
+        for (i, st) in self.streams.iter_mut().enumerate() {
+            home.insert((self.thread, STREAMS[i]), std::mem::take(st));
+        }
+    }
+}
+
+impl Drop for ThreadOut {
+    fn drop(&mut self) {
+        self.park();
+    }
+}
+
+thread_local! {
+    static OUT: RefCell<Option<ThreadOut>> = const { RefCell::new(None) };
+}
+
+const STREAMS: [Stream; 2] = [Stream::Stdout, Stream::Stderr];
 
 /// How much of a line a report quotes on either side of a difference.
 const TAIL: usize = 160;
@@ -191,7 +229,9 @@ pub struct Core {
     /// Replay, when the output is compared: each logical thread's position in each output
     /// stream. Threads are compared apart: how their writes interleave is up to the
     /// scheduler, what each writes is up to the program.
-    output: Option<Mutex<HashMap<(u32, Stream), OutState>>>,
+    output: Option<Arc<Mutex<FxHashMap<(u32, Stream), OutState>>>>,
+    /// Tells this session's thread-local output state from an earlier session's.
+    gen: u64,
     /// Replay: the exit status the front end saw.
     exit: Mutex<Option<i32>>,
     /// What ran live by rule, per kind ([`Core::ran_live`]).
@@ -291,7 +331,8 @@ impl Core {
             report: Mutex::new(()),
             per_kind: fe.per_kind,
             out_kinds,
-            output: checking.then(|| Mutex::new(HashMap::new())),
+            output: checking.then(|| Arc::new(Mutex::new(FxHashMap::default()))),
+            gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
             exit: Mutex::new(None),
             live: Mutex::new(Vec::new()),
             last: Mutex::new(None),
@@ -590,52 +631,78 @@ impl Core {
         if r.is_live() || bytes.is_empty() {
             return Verdict::Live;
         }
-        let kind = self.out_kinds[stream as usize];
-        let (thread, _) = r.caller();
-        let mut streams = output.lock().unwrap_or_else(|p| p.into_inner());
-        let st = streams.entry((thread, stream)).or_default();
+        // Compared on the thread-local state; a report is made after its borrow ends (the
+        // context may run the runtime's code, which may write again).
+        let found = OUT.try_with(|o| {
+            let mut o = o.borrow_mut();
+            if o.as_ref().is_none_or(|t| t.gen != self.gen) {
+                // A previous session's state (its threads' writes are done) is dropped, and
+                // parked in that session's table.
+                *o = Some(ThreadOut {
+                    gen: self.gen,
+                    thread: r.caller_id(),
+                    streams: Default::default(),
+                    home: output.clone(),
+                });
+            }
+            let t = o.as_mut().expect("set above");
+            self.compare(r, &mut t.streams[stream as usize], stream, bytes)
+        });
+        match found {
+            Ok(None) => Verdict::Live,
+            Ok(Some(d)) => self.diverged(with_context(d, context)),
+            // A write while the thread's locals are destroyed (at its very end): nothing to
+            // compare it with that this thread could still reach.
+            Err(_) => Verdict::Live,
+        }
+    }
+
+    /// Compares `bytes`, written by the calling thread to `stream`, with what it recorded
+    /// there next; the divergence if they differ.
+    fn compare(
+        &self,
+        r: &Replayer,
+        st: &mut OutState,
+        stream: Stream,
+        bytes: &[u8],
+    ) -> Option<Box<Divergence>> {
         if st.failed {
-            return Verdict::Live;
+            return None;
         }
         let mut rest = bytes;
         while !rest.is_empty() {
-            let (event, pos) = match st.pending.take() {
-                Some(p) => p,
-                None => match r.next_unordered(kind) {
-                    Ok(e) => (e, 0),
-                    Err(d) => {
-                        st.failed = true;
-                        let d = self.output_gone(d, stream, st, rest);
-                        drop(streams);
-                        return self.diverged(with_context(d, context));
-                    }
-                },
-            };
+            if st.queue.is_empty() {
+                if let Err(d) = r.take_unordered(self.out_kinds[stream as usize], &mut st.queue) {
+                    st.failed = true;
+                    return Some(self.output_gone(d, stream, st, rest));
+                }
+                st.pos = 0;
+            }
+            // Out of the queue while compared (`advance` changes the state), back if only
+            // part of it was matched.
+            let event = st.queue.pop_front().expect("taken above");
             let recorded: &[u8] = match &event.payload {
-                Payload::Bytes { data } => &data[pos.min(data.len())..],
+                Payload::Bytes { data } => &data[st.pos.min(data.len())..],
                 _ => &[],
             };
             let n = recorded.len().min(rest.len());
-            if let Some(i) = (0..n).find(|&i| recorded[i] != rest[i]) {
+            if recorded[..n] != rest[..n] {
+                let i = (0..n).find(|&i| recorded[i] != rest[i]).unwrap_or(n);
                 st.advance(&rest[..i]);
-                let d = self.output_differs(
-                    &event,
-                    stream,
-                    st,
-                    st.line_with(&recorded[i..]),
-                    st.line_with(&rest[i..]),
-                );
+                let (was, now) = (st.line_with(&recorded[i..]), st.line_with(&rest[i..]));
                 st.failed = true;
-                drop(streams);
-                return self.diverged(with_context(d, context));
+                return Some(self.output_differs(&event, stream, st, was, now));
             }
             st.advance(&rest[..n]);
             rest = &rest[n..];
             if n < recorded.len() {
-                st.pending = Some((event, pos + n));
+                st.pos += n;
+                st.queue.push_front(event);
+            } else {
+                st.pos = 0;
             }
         }
-        Verdict::Live
+        None
     }
 
     /// A divergence at the current position of an output stream.
@@ -772,36 +839,25 @@ impl Core {
         if r.is_live() {
             return Verdict::Live;
         }
-        // Recorded output the program did not write, part of a write first.
+        // Recorded output the program did not write (the rest of a write first) is reported
+        // after the events of the threads' turns.
         if let Some(output) = &self.output {
-            let mut streams = output.lock().unwrap_or_else(|p| p.into_inner());
-            // The earliest recorded write left unfinished.
-            let first = streams
+            let _ = OUT.try_with(|o| {
+                if let Some(t) = o.borrow_mut().as_mut().filter(|t| t.gen == self.gen) {
+                    t.park();
+                }
+            });
+            let streams = output.lock().unwrap_or_else(|p| p.into_inner());
+            let partial = streams
                 .iter()
-                .filter_map(|(k, st)| st.pending.as_ref().map(|(e, _)| (e.seq, *k)))
+                .filter(|(_, st)| st.pos > 0 && !st.failed)
+                .filter_map(|(k, st)| st.queue.front().map(|e| (e.seq, *k)))
                 .min();
-            if let Some((_, key)) = first {
-                let st = streams.get_mut(&key).expect("listed above");
-                let stream = key.1;
-                let Some((event, pos)) = st.pending.take() else {
-                    return Verdict::Live;
-                };
-                let rest = match &event.payload {
-                    Payload::Bytes { data } => data[pos.min(data.len())..].to_vec(),
-                    _ => Vec::new(),
-                };
-                let d = self.output_differs(
-                    &event,
-                    stream,
-                    st,
-                    st.line_with(&rest),
-                    "(nothing: the program ended)".into(),
-                );
+            if let Some((_, key)) = partial {
                 drop(streams);
-                let mut d = d;
-                d.thread = key.0;
-                d.thread_name = r.recorded_thread_name(key.0);
-                return self.diverged(d);
+                if let Some(d) = self.unwritten(r, key) {
+                    return self.diverged(d);
+                }
             }
         }
         if let Err(d) = r.finish() {
@@ -843,30 +899,53 @@ impl Core {
         Verdict::Live
     }
 
-    /// Recorded writes the program never made (when output is compared): said at their
-    /// place in their thread's stream.
+    /// Recorded writes the program never made (when output is compared): the earliest,
+    /// said at its place in its thread's stream.
     fn leftover_output(&self, r: &Replayer) -> Option<Box<Divergence>> {
         let output = self.output.as_ref()?;
-        let (_, thread, kind) = r.unordered_left()?;
-        let stream = [Stream::Stdout, Stream::Stderr]
-            .into_iter()
-            .find(|s| self.out_kinds[*s as usize] == kind)?;
-        let event = r.next_unordered_of(thread, kind)?;
+        let held = {
+            let streams = output.lock().unwrap_or_else(|p| p.into_inner());
+            streams
+                .iter()
+                .filter(|(_, st)| !st.failed)
+                .filter_map(|(k, st)| st.queue.front().map(|e| (e.seq, *k)))
+                .min()
+        };
+        let untaken = r.unordered_left().and_then(|(seq, thread, kind)| {
+            let i = self.out_kinds.iter().position(|k| *k == kind)?;
+            Some((seq, (thread, STREAMS[i])))
+        });
+        let (_, key) = match (held, untaken) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        self.unwritten(r, key)
+    }
+
+    /// The report of thread `key.0`'s next recorded write to `key.1` that it never made.
+    fn unwritten(&self, r: &Replayer, key: (u32, Stream)) -> Option<Box<Divergence>> {
+        let output = self.output.as_ref()?;
         let mut streams = output.lock().unwrap_or_else(|p| p.into_inner());
-        let st = streams.entry((thread, stream)).or_default();
+        let st = streams.entry(key).or_default();
+        if st.queue.is_empty() {
+            let e = r.next_unordered_of(key.0, self.out_kinds[key.1 as usize])?;
+            st.queue.push_back(e);
+            st.pos = 0;
+        }
+        let event = st.queue.front()?.clone();
         let data = match &event.payload {
-            Payload::Bytes { data } => data.as_slice(),
-            _ => &[],
+            Payload::Bytes { data } => &data[st.pos.min(data.len())..],
+            _ => &[][..],
         };
         let mut d = self.output_differs(
             &event,
-            stream,
+            key.1,
             st,
             st.line_with(data),
             "(nothing: the program ended)".into(),
         );
-        d.thread = thread;
-        d.thread_name = r.recorded_thread_name(thread);
+        d.thread = key.0;
+        d.thread_name = r.recorded_thread_name(key.0);
         Some(d)
     }
 }
