@@ -68,6 +68,11 @@ pub fn run(a: Args) -> Res<u8> {
         })
         .collect();
     let h = reader.header();
+    // The program's exit status, when the front end told the recorder (a clean close only).
+    let exit = match reader.end() {
+        Some(replay_core::End::Complete(t)) => t.exit_status,
+        _ => None,
+    };
     let per_event = (events > 0).then(|| size as f64 / events as f64);
 
     let mut out = log::stdout();
@@ -80,6 +85,7 @@ pub fn run(a: Args) -> Res<u8> {
                 "min_reader_version": h.min_reader_version,
                 "runtime": h.runtime,
                 "runtime_version": h.runtime_version,
+                "program": h.program,
                 "argv": h.argv,
                 "cwd": h.cwd,
                 "host": h.host,
@@ -89,6 +95,7 @@ pub fn run(a: Args) -> Res<u8> {
                 "recorder_version": h.recorder_version,
                 "options": h.options.iter().map(|(k, v)| serde_json::json!([k, v])).collect::<Vec<_>>(),
             },
+            "exit_status": exit,
             "events": events,
             "chunks": chunks,
             "file_size": size,
@@ -102,6 +109,9 @@ pub fn run(a: Args) -> Res<u8> {
         outln!(out, "log:       {}", a.log.display())?;
         outln!(out, "status:    {}", status.text())?;
         outln!(out, "runtime:   {} {}", h.runtime, h.runtime_version)?;
+        if !h.program.is_empty() {
+            outln!(out, "program:   {}", h.program)?;
+        }
         outln!(out, "argv:      {}", shell_words(&h.argv))?;
         outln!(out, "cwd:       {}", h.cwd)?;
         outln!(out, "host:      {}", h.host)?;
@@ -123,6 +133,9 @@ pub fn run(a: Args) -> Res<u8> {
                 opts.join(" ")
             }
         )?;
+        if let Some(code) = exit {
+            outln!(out, "exit:      {code}")?;
+        }
         outln!(out, "events:    {events}")?;
         outln!(out, "chunks:    {chunks}")?;
         match per_event {
