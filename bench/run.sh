@@ -26,7 +26,8 @@ if command -v node >/dev/null 2>&1; then
   cp target/release/libreplay_node.so node-addon/replay_node.node
   node node-addon/bench.js | sed 's/^/  bare:   /'
   REPLAY_MODE=record REPLAY_LOG="$tmp/n.replay" node --require ./node-addon node-addon/bench.js | sed 's/^/  record: /'
-  REPLAY_MODE=replay REPLAY_LOG="$tmp/n.replay" node --require ./node-addon node-addon/bench.js | sed 's/^/  replay: /'
+  # (verify-output=off: it prints its own timings, which differ from the recorded ones.)
+  REPLAY_MODE=replay REPLAY_LOG="$tmp/n.replay" REPLAY_VERIFY_OUTPUT=off node --require ./node-addon node-addon/bench.js | sed 's/^/  replay: /'
   # The network and fs benchmarks run their client live, recorded and replayed themselves
   # (a child process each), so their ratios come from one run of this script.
   echo "== Node addon, http on loopback (ms/request: live, record, replay with the server stopped)"
@@ -35,4 +36,6 @@ if command -v node >/dev/null 2>&1; then
   node node-addon/bench-https.js 200 3
   echo "== Node addon, fs metadata calls (ns/call: bare, record, replay)"
   node node-addon/bench-fs.js
+  echo "== Node addon, output verification (100 000 console.log lines; record and replay, verify-output on / off)"
+  node node-addon/bench-output.js 100000 7
 fi
