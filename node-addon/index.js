@@ -305,7 +305,22 @@ function install() {
     let outAt = -1;
     let outKind = -1;
     let outLen = 0;
+    // Its strings not yet encoded into `data` (utf8 writes: encoded all at once when the
+    // event ends, which costs a fraction of encoding each line by itself), their length in
+    // UTF-16 units (at most 3 bytes each: that much of `data` is kept free for them).
+    const outParts = [];
+    let outChars = 0;
+    const closeOut = () => {
+      if (outParts.length === 0) return;
+      const text = outParts.length === 1 ? outParts[0] : outParts.join('');
+      outParts.length = 0;
+      outChars = 0;
+      const len = data.utf8Write(text, ndata);
+      lens[outLen] = len;
+      ndata += len;
+    };
     const flushBatch = () => {
+      closeOut();
       outAt = -1;
       if (rcount !== checked && rlimit > 0) {
         values[n++] = rcount;
@@ -332,6 +347,8 @@ function install() {
       }
     };
     host.queue = (code, input, json, bufs) => {
+      // Its bytes go after those of the output event before it.
+      closeOut();
       let size = 0;
       for (let i = 0; i < bufs.length; i++) size += bufs[i].length;
       if (size > QUEUE_BYTES / 4) {
@@ -371,6 +388,35 @@ function install() {
     // keeps the native side's per-event work (here and in replay) off the cost of printing.
     host.queueOut = (k, chunk, encoding) => {
       if (!on) return;
+      if (typeof chunk === 'string' && encoding === 'utf8' && chunk.length <= OUT_MERGE) {
+        const m = chunk.length;
+        if (m === 0) return;
+        // (Not after a string that may end in half a surrogate pair: encoded together, the
+        // halves would pair up, where each write alone gave U+FFFD.)
+        const low = chunk.charCodeAt(0);
+        if (outParts.length > 0 && outAt === n - 1 && outKind === k && outChars + m <= OUT_MERGE &&
+          ndata + 3 * (outChars + m) <= data.length && (low < 0xdc00 || low > 0xdfff)) {
+          outParts.push(chunk);
+          outChars += m;
+          return;
+        }
+        closeOut();
+        if (ndata + 3 * m > data.length || nlens + 3 > lens.length) flushBatch();
+        outParts.push(chunk);
+        outChars = m;
+        outAt = n;
+        outKind = k;
+        outLen = nlens + 2;
+        lens[nlens++] = 0;
+        lens[nlens++] = 1;
+        lens[nlens++] = 0; // set by closeOut
+        jsons.push('o');
+        values[n] = k;
+        codes[n] = K_QUEUED;
+        if (++n === BATCH) flushBatch();
+        return;
+      }
+      closeOut();
       let len;
       if (typeof chunk === 'string') {
         // No encoding makes more than 3 bytes of a UTF-16 unit.
@@ -380,8 +426,7 @@ function install() {
           return;
         }
         if (ndata + max > data.length || nlens + 3 > lens.length) flushBatch();
-        // utf8Write: Buffer#write's argument checks cost more than encoding a line.
-        len = encoding === 'utf8' ? data.utf8Write(chunk, ndata) : data.write(chunk, ndata, encoding);
+        len = data.write(chunk, ndata, encoding);
       } else {
         len = chunk.length;
         if (len > QUEUE_BYTES / 4) {

@@ -90,6 +90,9 @@ test('every way of writing replays byte for byte, however the writes are split',
   const t = setup('forms', `
 const fs = require('fs');
 process.stdout.write('utf8 é 😀 ' + Date.now() % 1 + '\\n');
+// Halves of a surrogate pair in two writes: each alone is written as U+FFFD.
+process.stdout.write('half \\ud83d');
+process.stdout.write('\\ude00 pair\\n');
 process.stdout.write('6c6174696e310a', 'hex');
 process.stdout.write(Buffer.from('buffer\\n'));
 process.stdout.write(new Uint8Array([116, 121, 112, 101, 100, 10]));
@@ -106,7 +109,7 @@ fs.write(2, split ? 'async ' : 'async write\\n', () => {
 `);
   const rec = runNode('record', t.log, t.app);
   assert.strictEqual(rec.code, 0, rec.stderr);
-  assert.match(rec.stdout, /^utf8 é 😀 0\nlatin1\nbuffer\ntyped\nslice\noptions\nbig x{600000}\nline 0\n/);
+  assert.match(rec.stdout, /^utf8 é 😀 0\nhalf \ufffd\ufffd pair\nlatin1\nbuffer\ntyped\nslice\noptions\nbig x{600000}\nline 0\n/);
   assert.strictEqual(rec.stderr, 'async write\nend\n');
   const bare = runNode(null, null, t.app);
   assert.strictEqual(bare.stdout, rec.stdout);
