@@ -148,6 +148,9 @@ struct OutState {
 
 static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
 
+/// Each logical thread's position in each output stream (see [`ThreadOut`]).
+type Positions = Arc<Mutex<FxHashMap<(u32, Stream), OutState>>>;
+
 /// A thread's output streams while it writes, kept thread-local so that comparing a write
 /// takes no lock: the thread's recorded writes are taken from the core in bulk, and matched
 /// here. When the thread ends (or the session checks its end) the state goes to the shared
@@ -156,7 +159,7 @@ struct ThreadOut {
     gen: u64,
     thread: u32,
     streams: [OutState; 2],
-    home: Arc<Mutex<FxHashMap<(u32, Stream), OutState>>>,
+    home: Positions,
 }
 
 impl ThreadOut {
@@ -229,7 +232,7 @@ pub struct Core {
     /// Replay, when the output is compared: each logical thread's position in each output
     /// stream. Threads are compared apart: how their writes interleave is up to the
     /// scheduler, what each writes is up to the program.
-    output: Option<Arc<Mutex<FxHashMap<(u32, Stream), OutState>>>>,
+    output: Option<Positions>,
     /// Tells this session's thread-local output state from an earlier session's.
     gen: u64,
     /// Replay: the exit status the front end saw.
