@@ -157,13 +157,14 @@ fn core_figures(path: &std::path::Path) {
         bare * 1e9 / n as f64,
         rec * 1e9 / n as f64
     );
-
 }
 
 /// Output verification: `Core::output` per write of a 36-byte line, record and replay (what
 /// a front end adds to each write to stdout).
 fn output_figure(path: &std::path::Path) {
-    let lines: Vec<String> = (0..1000).map(|i| format!("line {i:>6} of the program's output\n")).collect();
+    let lines: Vec<String> = (0..1000)
+        .map(|i| format!("line {i:>6} of the program's output\n"))
+        .collect();
     let writes = 2_000_000u64;
     let fe = session::Frontend {
         runtime: "bench",
@@ -179,7 +180,8 @@ fn output_figure(path: &std::path::Path) {
         for (i, mode) in ["record", "replay"].into_iter().enumerate() {
             let mut o = Options::default();
             o.set("mode", Some(mode)).expect("mode");
-            o.set("log", Some(path.to_str().expect("utf-8 path"))).expect("log");
+            o.set("log", Some(path.to_str().expect("utf-8 path")))
+                .expect("log");
             let core = Core::start(o, &fe).expect("start").expect("on");
             let t = Instant::now();
             for w in 0..writes {
