@@ -628,15 +628,113 @@ impl Core {
         if let Some(code) = self.stopped() {
             return Verdict::Stop(code);
         }
-        let Some(output) = &self.output else {
-            return Verdict::Live;
-        };
-        if r.is_live() || bytes.is_empty() {
+        if self.output.is_none() || r.is_live() || bytes.is_empty() {
             return Verdict::Live;
         }
         // Compared on the thread-local state; a report is made after its borrow ends (the
         // context may run the runtime's code, which may write again).
-        let found = OUT.try_with(|o| {
+        let found = self.with_thread_out(r, |t| {
+            self.compare(r, &mut t.streams[stream as usize], stream, bytes)
+        });
+        match found {
+            Ok(None) => Verdict::Live,
+            Ok(Some(d)) => self.diverged(with_context(d, context)),
+            // A write while the thread's locals are destroyed (at its very end): nothing to
+            // compare it with that this thread could still reach.
+            Err(_) => Verdict::Live,
+        }
+    }
+
+    /// Replay, for front ends that compare writes on their own side to save a crossing per
+    /// write (Node's JS): up to `max` bytes of what the calling thread recorded on `stream`,
+    /// starting `from` bytes past the position verified so far, without taking them. The
+    /// front end compares writes with them, says how many matched with
+    /// [`Self::output_verified`], and hands a write that differs (or finds nothing to compare
+    /// with) to [`Self::output`], which reports it. Empty when nothing more is recorded, or
+    /// output is not compared.
+    pub fn output_ahead(&self, stream: Stream, from: usize, max: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let Session::Replay(r) = &self.session else {
+            return out;
+        };
+        if self.output.is_none() || r.is_live() || self.stopped().is_some() {
+            return out;
+        }
+        let _ = self.with_thread_out(r, |t| {
+            let st = &mut t.streams[stream as usize];
+            if st.failed {
+                return;
+            }
+            let mut skip = from + st.pos;
+            let mut i = 0;
+            while out.len() < max {
+                if i == st.queue.len() {
+                    let mut more = VecDeque::new();
+                    if r.take_unordered(self.out_kinds[stream as usize], &mut more)
+                        .is_err()
+                    {
+                        break;
+                    }
+                    st.queue.append(&mut more);
+                }
+                let data: &[u8] = match &st.queue[i].payload {
+                    Payload::Bytes { data } => data,
+                    _ => &[],
+                };
+                i += 1;
+                if skip >= data.len() {
+                    skip -= data.len();
+                    continue;
+                }
+                let take = (data.len() - skip).min(max - out.len());
+                out.extend_from_slice(&data[skip..skip + take]);
+                skip = 0;
+            }
+        });
+        out
+    }
+
+    /// Replay: the next `n` bytes the calling thread wrote to `stream` were found equal to the
+    /// recording by the front end ([`Self::output_ahead`]): they count as compared.
+    pub fn output_verified(&self, stream: Stream, n: usize) {
+        let Session::Replay(r) = &self.session else {
+            return;
+        };
+        if self.output.is_none() || n == 0 {
+            return;
+        }
+        let _ = self.with_thread_out(r, |t| {
+            let st = &mut t.streams[stream as usize];
+            let mut n = n;
+            while n > 0 {
+                let Some(event) = st.queue.pop_front() else {
+                    return;
+                };
+                let data: &[u8] = match &event.payload {
+                    Payload::Bytes { data } => &data[st.pos.min(data.len())..],
+                    _ => &[],
+                };
+                let k = data.len().min(n);
+                st.advance(&data[..k]);
+                n -= k;
+                if k < data.len() {
+                    st.pos += k;
+                    st.queue.push_front(event);
+                } else {
+                    st.pos = 0;
+                }
+            }
+        });
+    }
+
+    /// Runs `f` on the calling thread's output state for this session (made on first use).
+    fn with_thread_out<T>(
+        &self,
+        r: &Replayer,
+        f: impl FnOnce(&mut ThreadOut) -> T,
+    ) -> Result<T, std::thread::AccessError> {
+        let output = self.output.as_ref().expect("output is compared");
+        OUT.try_with(|o| {
             let mut o = o.borrow_mut();
             if o.as_ref().is_none_or(|t| t.gen != self.gen) {
                 // A previous session's state (its threads' writes are done) is dropped, and
@@ -648,16 +746,8 @@ impl Core {
                     home: output.clone(),
                 });
             }
-            let t = o.as_mut().expect("set above");
-            self.compare(r, &mut t.streams[stream as usize], stream, bytes)
-        });
-        match found {
-            Ok(None) => Verdict::Live,
-            Ok(Some(d)) => self.diverged(with_context(d, context)),
-            // A write while the thread's locals are destroyed (at its very end): nothing to
-            // compare it with that this thread could still reach.
-            Err(_) => Verdict::Live,
-        }
+            f(o.as_mut().expect("set above"))
+        })
     }
 
     /// Compares `bytes`, written by the calling thread to `stream`, with what it recorded

@@ -377,3 +377,27 @@ fn threads_output_is_compared_per_thread_and_waits_for_no_turn() {
         "{r}"
     );
 }
+
+#[test]
+fn a_front_end_can_compare_ahead_and_say_what_matched() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("a.replay");
+    record(&log, &["one\n", "two\n", "three\n"], 0);
+    let c = start("replay", &log, &[]);
+    let clock = c.intern("t.clock");
+    c.replay(clock, 0, None, &no_stack);
+    live(c.output(Stream::Stderr, b"warning\n", &no_stack));
+    // Looked at in pieces, without taking.
+    assert_eq!(c.output_ahead(Stream::Stdout, 0, 6), b"one\ntw");
+    assert_eq!(c.output_ahead(Stream::Stdout, 6, 100), b"o\nthree\n");
+    assert_eq!(c.output_ahead(Stream::Stdout, 14, 100), b"");
+    // The front end found "one\nt" equal; the core compares from there.
+    c.output_verified(Stream::Stdout, 5);
+    assert_eq!(c.output_ahead(Stream::Stdout, 0, 3), b"wo\n");
+    let v = c.output(Stream::Stdout, b"wo\nthree!\n", &no_stack);
+    assert!(matches!(v, Verdict::Stop(86)), "{v:?}");
+    let r = c.last_report().unwrap();
+    assert!(r.contains("at byte 13 (line 3)"), "{r}");
+    assert!(r.contains("recorded: \"three\""), "{r}");
+    assert!(r.contains("replayed: \"three!\""), "{r}");
+}

@@ -11,49 +11,36 @@
 //! and it reports the first difference itself, with the JS stack of the write
 //! ([`out_differ`]), and at the end whatever recorded output was not written.
 //!
-//! The look-ahead bytes come from a reader of the log of this module's own: the core takes
-//! recorded writes out of its queues only as it compares them, with no way to look at the
-//! next ones or give them back, so the bytes the JS side compares against are read a second
-//! time here (the output events of the calling logical thread, in recorded order). Reading
-//! them twice costs little next to the writes (a log decodes at tens of millions of events a
-//! second).
+//! The look-ahead bytes come from the core ([`Core::output_ahead`]), which keeps the
+//! thread's recorded writes; the bytes the JS side found equal are counted as compared with
+//! [`Core::output_verified`], without a second comparison.
 //!
 //! [`Core::output`]: replay_core::Core::output
+//! [`Core::output_ahead`]: replay_core::Core::output_ahead
+//! [`Core::output_verified`]: replay_core::Core::output_verified
 
 use crate::{active, apply, err, guarded, js_stack, Active, Res};
 use napi::bindgen_prelude::{Buffer, BufferSlice};
 use napi::Env;
 use napi_derive::napi;
-use replay_core::session::{Session, Stream, OUTPUT_KINDS};
-use replay_core::{LogReader, Payload};
-use std::collections::VecDeque;
+use replay_core::session::{Session, Stream};
 use std::sync::Mutex;
-
-/// Recorded writes handed to the JS side per crossing at most.
-const RUN: usize = 4096;
 
 /// Bytes handed to the JS side per crossing at most (a run of large writes).
 const RUN_BYTES: usize = 1 << 20;
 
-/// The look-ahead reader and, per stream, the bytes handed to the JS side.
+/// Per stream: the bytes handed to the JS side so far, and how many of them the core counts
+/// as verified.
 #[derive(Default)]
 struct Ahead {
-    /// The log, read for its output events; `None` before the first fetch and once it ended
-    /// (or could not be read: then the JS side gets no bytes and every write goes to the
-    /// core, which compares it).
-    reader: Option<LogReader>,
-    opened: bool,
-    /// The logical thread whose writes these are (the calling thread's).
-    thread: u32,
-    /// Recorded writes read and not yet handed to the JS side, per stream.
-    queued: [VecDeque<Vec<u8>>; 2],
-    /// Per stream: bytes handed to the JS side that the core has not compared yet, and the
-    /// stream offset where they start.
-    sent: [Vec<u8>; 2],
+    sent: [u64; 2],
     committed: [u64; 2],
 }
 
-static AHEAD: Mutex<Option<Ahead>> = Mutex::new(None);
+static AHEAD: Mutex<Ahead> = Mutex::new(Ahead {
+    sent: [0; 2],
+    committed: [0; 2],
+});
 
 fn stream(s: u32) -> Res<Stream> {
     match s {
@@ -64,52 +51,18 @@ fn stream(s: u32) -> Res<Stream> {
 }
 
 impl Ahead {
-    /// The core compares the bytes up to stream offset `verified` that the JS side found
-    /// equal to what the program wrote: the same bytes, so no difference; a stop found
-    /// meanwhile by another check is applied.
+    /// The JS side found the stream's bytes up to offset `verified` equal to the recording:
+    /// the core counts them as compared.
     fn commit(&mut self, a: &Active, s: Stream, verified: u64) {
         let i = s as usize;
-        let n = (verified.saturating_sub(self.committed[i]) as usize).min(self.sent[i].len());
+        let n = verified
+            .saturating_sub(self.committed[i])
+            .min(self.sent[i] - self.committed[i]);
         if n == 0 {
             return;
         }
-        apply(a.core.output(s, &self.sent[i][..n], &|| None));
-        self.sent[i].drain(..n);
-        self.committed[i] += n as u64;
-    }
-
-    /// Reads the log on until stream `i` has a recorded write queued; false at its end.
-    fn read_more(&mut self, a: &Active, i: usize) -> bool {
-        if !self.opened {
-            self.opened = true;
-            if let Session::Replay(r) = &a.core.session {
-                self.thread = r.caller().0;
-            }
-            self.reader = LogReader::open(&a.core.log).ok();
-        }
-        // A chunk at a time, in file order: one thread's events are in recorded order there
-        // (only the JS main thread records), so no reordering across chunks is needed.
-        while self.queued[i].is_empty() {
-            let Some(reader) = self.reader.as_mut() else {
-                return false;
-            };
-            let Ok(Some(batch)) = reader.next_batch() else {
-                self.reader = None;
-                return false;
-            };
-            let ids = OUTPUT_KINDS.map(|k| reader.strings().id(k));
-            for run in batch.runs.into_iter().filter(|r| r.thread == self.thread) {
-                for e in run.events {
-                    let Some(k) = ids.iter().position(|id| *id == Some(e.kind)) else {
-                        continue;
-                    };
-                    if let Payload::Bytes { data } = e.payload {
-                        self.queued[k].push_back(data);
-                    }
-                }
-            }
-        }
-        true
+        a.core.output_verified(s, n as usize);
+        self.committed[i] += n;
     }
 }
 
@@ -125,24 +78,18 @@ pub fn out_fetch(s: u32, verified: f64) -> Res<Option<Buffer>> {
         let Session::Replay(r) = &a.core.session else {
             return Err(err("out_fetch called while recording"));
         };
-        let mut ahead = AHEAD.lock().unwrap_or_else(|p| p.into_inner());
-        let ah = ahead.get_or_insert_with(Ahead::default);
+        let mut ah = AHEAD.lock().unwrap_or_else(|p| p.into_inner());
         ah.commit(a, st, verified as u64);
         if a.core.stopped().is_some() || r.is_live() {
             return Ok(None);
         }
         let i = s as usize;
-        let mut data = Vec::new();
-        for _ in 0..RUN {
-            if data.len() >= RUN_BYTES || !ah.read_more(a, i) {
-                break;
-            }
-            data.extend(ah.queued[i].pop_front().unwrap_or_default());
-        }
+        let from = (ah.sent[i] - ah.committed[i]) as usize;
+        let data = a.core.output_ahead(st, from, RUN_BYTES);
         if data.is_empty() {
             return Ok(None);
         }
-        ah.sent[i].extend_from_slice(&data);
+        ah.sent[i] += data.len() as u64;
         Ok(Some(data.into()))
     })
 }
@@ -158,12 +105,11 @@ pub fn out_differ(env: &Env, s: u32, verified: f64, data: BufferSlice) -> Res<bo
         let st = stream(s)?;
         let Some(a) = active()? else { return Ok(true) };
         {
-            let mut ahead = AHEAD.lock().unwrap_or_else(|p| p.into_inner());
-            let ah = ahead.get_or_insert_with(Ahead::default);
+            let mut ah = AHEAD.lock().unwrap_or_else(|p| p.into_inner());
             ah.commit(a, st, verified as u64);
             // The JS side compares this stream no more (nor does the core, after a report).
-            ah.sent[s as usize].clear();
-            ah.queued[s as usize].clear();
+            let i = s as usize;
+            ah.sent[i] = ah.committed[i];
         }
         apply(a.core.output(st, &data, &|| js_stack(env)));
         Ok(crate::stop_code() == 0)
@@ -177,10 +123,10 @@ pub fn out_end(s: u32, verified: f64) -> Res<()> {
     guarded(|| {
         let st = stream(s)?;
         let Some(a) = active()? else { return Ok(()) };
-        let mut ahead = AHEAD.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(ah) = ahead.as_mut() {
-            ah.commit(a, st, verified as u64);
-        }
+        AHEAD
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .commit(a, st, verified as u64);
         Ok(())
     })
 }
