@@ -237,8 +237,9 @@ pub struct Core {
     gen: u64,
     /// Replay: the exit status the front end saw.
     exit: Mutex<Option<i32>>,
-    /// What ran live by rule, per kind ([`Core::ran_live`]).
-    live: Mutex<Vec<(&'static str, u64)>>,
+    /// What ran live by rule, per kind ([`Core::ran_live`]), and whether what it does is out
+    /// of replay's sight ([`Core::ran_unchecked`]).
+    live: Mutex<Vec<(&'static str, u64, bool)>>,
     /// The text of the last report written.
     last: Mutex<Option<String>>,
 }
@@ -577,19 +578,30 @@ impl Core {
     /// Counts one thing the front end let run live by rule during a replay (a read while
     /// loading a class, a child process, a worker): the reports list them per kind.
     pub fn ran_live(&self, what: &'static str) {
+        self.count_live(what, false);
+    }
+
+    /// [`Self::ran_live`] for something whose effects replay cannot check at all (a child
+    /// process writing to the inherited stdout, a worker): a replay that found no divergence
+    /// says at its end that these ran unchecked, so it is never silently taken for faithful.
+    pub fn ran_unchecked(&self, what: &'static str) {
+        self.count_live(what, true);
+    }
+
+    fn count_live(&self, what: &'static str, unchecked: bool) {
         if !matches!(self.session, Session::Replay(_)) {
             return;
         }
         let mut live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        match live.iter_mut().find(|(k, _)| *k == what) {
-            Some((_, n)) => *n += 1,
-            None => live.push((what, 1)),
+        match live.iter_mut().find(|(k, _, _)| *k == what) {
+            Some((_, n, _)) => *n += 1,
+            None => live.push((what, 1, unchecked)),
         }
     }
 
     fn live_counts(&self) -> Vec<(String, u64)> {
         let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
-        live.iter().map(|(k, n)| (k.to_string(), *n)).collect()
+        live.iter().map(|(k, n, _)| (k.to_string(), *n)).collect()
     }
 
     /// Whether the program's writes to stdout/stderr go to [`Self::output`]: recording with
@@ -924,6 +936,19 @@ impl Core {
         }
         if self.divergences() > 0 {
             return Err(format!("replay diverged {} time(s)", self.divergences()));
+        }
+        let unchecked: Vec<String> = {
+            let live = self.live.lock().unwrap_or_else(|p| p.into_inner());
+            live.iter()
+                .filter(|(_, _, u)| *u)
+                .map(|(k, n, _)| format!("{n} {k}"))
+                .collect()
+        };
+        if !unchecked.is_empty() && !r.is_live() {
+            eprintln!(
+                "replay: note: no divergence, but replay could not check everything: ran live ({}), what it did and printed is not compared",
+                unchecked.join(", ")
+            );
         }
         Ok(Verdict::Live)
     }

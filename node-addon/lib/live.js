@@ -17,7 +17,23 @@ function install(native) {
       // Only a report's detail is lost.
     }
   };
-  dc.subscribe('child_process', count('child process'));
+  const child = count('child process');
+  dc.subscribe('child_process', child);
+  // The channel does not see synchronous children (execSync, execFileSync, spawnSync: a
+  // CLI that hands its work to a native binary, as TypeScript 7's tsc does): their common
+  // binding does.
+  try {
+    const binding = process.binding('spawn_sync');
+    const real = binding.spawn;
+    if (typeof real === 'function') {
+      binding.spawn = function spawn() {
+        child();
+        return Reflect.apply(real, this, arguments);
+      };
+    }
+  } catch (_) {
+    // Without the binding, synchronous children go uncounted.
+  }
   dc.subscribe('worker_threads', count('worker thread'));
   const context = count('vm context');
   for (const name of ['createContext', 'runInNewContext']) {

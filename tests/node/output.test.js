@@ -270,3 +270,27 @@ spawn(process.execPath, ['-e', '0']).on('close', () => console.log('X=' + proces
   assert.match(rep.stderr, /ran live by rule in this replay: .*1 vm context/);
   assert.match(rep.stderr, /1 child process/);
 });
+
+test('a child that prints to the inherited stdout runs unchecked, and the replay says so', () => {
+  // Like TypeScript 7's tsc: the work is done by a child that writes to fd 1 itself, which
+  // the addon never sees; a replay that finds no divergence must not pass for faithful.
+  const t = setup(
+    'child',
+    `
+const { execFileSync, spawnSync } = require('child_process');
+execFileSync('sh', ['-c', 'echo child X=$X'], { stdio: 'inherit' });
+spawnSync('true');
+console.log('parent done');
+`
+  );
+  const rec = runNode('record', t.log, t.app, { env: { X: 'one' } });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'child X=one\nparent done\n');
+  const rep = runNode('replay', t.log, t.app, { env: { X: 'two' } });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stdout, 'child X=two\nparent done\n');
+  assert.match(
+    rep.stderr,
+    /replay: note: no divergence, but replay could not check everything: ran live \(2 child process\)/
+  );
+});
