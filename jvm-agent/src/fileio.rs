@@ -49,7 +49,7 @@ const DISPATCHER: &[&str] = &[
 ];
 
 /// Number of wrapped natives.
-pub const COUNT: usize = 41;
+pub const COUNT: usize = 42;
 
 /// The wrapped natives, in kind order: (declaring classes, names on JDK 17 / later JDKs,
 /// descriptor).
@@ -118,6 +118,12 @@ const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
     (&["Ljava/io/FileOutputStream;"], &["writeBytes"], "([BIIZ)V"),
     (&["Ljava/io/FileOutputStream;"], &["write"], "(IZ)V"),
     (&["Ljava/lang/Shutdown;"], &["halt0"], "(I)V"),
+    // A child process (`ProcessBuilder`, `Runtime.exec`) runs live: counted, src/output.rs.
+    (
+        &["Ljava/lang/ProcessImpl;"],
+        &["forkAndExec"],
+        "(I[B[B[BI[BI[B[IZ)I",
+    ),
 ];
 
 /// Kind names, indexed like [`NATIVES`].
@@ -165,6 +171,7 @@ pub const KINDS: [&str; COUNT] = [
     "java.io.FileOutputStream.writeBytes",
     "java.io.FileOutputStream.write",
     "java.lang.Shutdown.halt",
+    "java.lang.ProcessImpl.forkAndExec",
 ];
 const OPEN: usize = 0;
 const READ: usize = 1;
@@ -207,6 +214,7 @@ pub(crate) const NIO_CLOSEDIR: usize = 37;
 pub(crate) const OUT_WRITE_BYTES: usize = 38;
 pub(crate) const OUT_WRITE: usize = 39;
 pub(crate) const HALT: usize = 40;
+pub(crate) const FORK: usize = 41;
 /// `RandomAccessFile`'s mode bit for "r": only read-only opens are events (a file opened for
 /// writing must really be open in replay, so it stays live).
 const RAF_O_RDONLY: jint = 1;
@@ -275,7 +283,8 @@ fn wrapper(i: usize) -> *mut c_void {
         NIO_CLOSEDIR => nio::closedir as nio::ClosedirFn as *mut c_void,
         OUT_WRITE_BYTES => output::write_bytes as output::WriteBytesFn as *mut c_void,
         OUT_WRITE => output::write as output::WriteFn as *mut c_void,
-        _ => output::halt0 as output::HaltFn as *mut c_void,
+        HALT => output::halt0 as output::HaltFn as *mut c_void,
+        _ => output::fork_and_exec as output::ForkFn as *mut c_void,
     }
 }
 

@@ -18,7 +18,7 @@
 //! `Shutdown.exit`) all pass `java.lang.Shutdown.halt0`, before VMDeath closes the log. When
 //! `main` just returns, the launcher decides 0 or 1 after VMDeath: nothing is compared then.
 
-use crate::fileio::{orig, HALT, OUT_WRITE, OUT_WRITE_BYTES};
+use crate::fileio::{orig, FORK, HALT, OUT_WRITE, OUT_WRITE_BYTES};
 use crate::{agent, apply, fsmeta, guarded, java_stack, output_turn, Agent};
 use jni::objects::JFieldID;
 use jni::sys::{jboolean, jbyteArray, jclass, jint, jobject, JNIEnv as RawJniEnv};
@@ -183,6 +183,52 @@ pub unsafe extern "system" fn halt0(raw: *mut RawJniEnv, cls: jclass, status: ji
     });
     // SAFETY: the saved original of this very native.
     unsafe { orig::<HaltFn>(HALT)(raw, cls, status) }
+}
+
+pub type ForkFn = unsafe extern "system" fn(
+    *mut RawJniEnv,
+    jobject,
+    jint,
+    jobject,
+    jobject,
+    jobject,
+    jint,
+    jobject,
+    jint,
+    jobject,
+    jobject,
+    jboolean,
+) -> jint;
+
+/// `java.lang.ProcessImpl.forkAndExec`: a child process starts, and runs live in replay
+/// (what it reads and prints is out of replay's sight): counted, so that a replay that finds
+/// no divergence says at its end that it could not check the child.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "system" fn fork_and_exec(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    mode: jint,
+    helper: jobject,
+    prog: jobject,
+    args: jobject,
+    argc: jint,
+    env: jobject,
+    envc: jint,
+    dir: jobject,
+    fds: jobject,
+    redirect: jboolean,
+) -> jint {
+    guarded("ProcessImpl.forkAndExec", (), || {
+        if let Some(a) = agent() {
+            a.core.ran_unchecked("child process");
+        }
+    });
+    // SAFETY: the saved original of this very native, called with the JVM's arguments.
+    unsafe {
+        orig::<ForkFn>(FORK)(
+            raw, this, mode, helper, prog, args, argc, env, envc, dir, fds, redirect,
+        )
+    }
 }
 
 /// Clears an exception a JNI call left pending, without describing it (that would print).

@@ -3,8 +3,8 @@
  * (default) prints it between two fixed lines on stdout; "err" prints it on stderr; "exit"
  * prints nothing and exits with status X; "throw" ends with an uncaught exception naming it
  * (the JVM prints the trace through System.err); "bytes" writes it through a
- * FileOutputStream on FileDescriptor.out, one byte at a time for its last part.
- */
+ * FileOutputStream on FileDescriptor.out, one byte at a time for its last part; "child"
+ * has a child process print it to the inherited stdout, out of the agent's sight. */
 public class PrintEnv {
     public static void main(String[] args) throws Exception {
         String mode = args.length > 0 ? args[0] : "out";
@@ -27,6 +27,9 @@ public class PrintEnv {
                 out.write(b);
             }
             out.write('\n');
+        } else if (mode.equals("child")) {
+            new ProcessBuilder("sh", "-c", "echo child X=$X").inheritIO().start().waitFor();
+            System.out.println("parent done");
         }
     }
 }
