@@ -76,6 +76,37 @@ pub struct Divergence {
 }
 
 impl Divergence {
+    /// A divergence that is not about one call (the program's output, its exit status): no
+    /// expected event, no actual call; the fields a report shows for it are filled in.
+    pub fn at(
+        kind: DivergenceKind,
+        seq: u64,
+        thread: u32,
+        thread_name: String,
+        log: PathBuf,
+    ) -> Self {
+        Divergence {
+            kind,
+            seq,
+            thread,
+            thread_name,
+            expected: None,
+            expected_kind: None,
+            expected_site: None,
+            actual: Actual {
+                kind: 0,
+                site: 0,
+                digest: None,
+                context: None,
+            },
+            actual_kind: String::new(),
+            actual_site: String::new(),
+            threads: Vec::new(),
+            log,
+            live: Vec::new(),
+        }
+    }
+
     pub fn with_seq(mut self: Box<Self>, seq: u64) -> Box<Self> {
         self.seq = seq;
         self

@@ -29,7 +29,7 @@ use crate::options::{expand_path, Mode, Options, Policy};
 use crate::reader::End;
 use crate::recorder::{RecordConfig, Recorder};
 use crate::replayer::{ReplayConfig, Replayer};
-use crate::report::{Actual, Divergence, DivergenceKind};
+use crate::report::{Divergence, DivergenceKind};
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -823,32 +823,21 @@ impl Core {
             Session::Replay(r) => r.caller(),
             Session::Record(_) => (at.thread, String::new()),
         };
-        Box::new(Divergence {
-            kind: DivergenceKind::Output {
+        let mut d = Divergence::at(
+            DivergenceKind::Output {
                 stream: stream.name().into(),
                 offset: st.offset,
                 line: st.line + 1,
                 recorded,
                 replayed,
             },
-            seq: at.seq,
+            at.seq,
             thread,
             thread_name,
-            expected: None,
-            expected_kind: None,
-            expected_site: None,
-            actual: Actual {
-                kind: self.out_kinds[stream as usize],
-                site: 0,
-                digest: None,
-                context: None,
-            },
-            actual_kind: String::new(),
-            actual_site: String::new(),
-            threads: Vec::new(),
-            log: self.log.clone(),
-            live: Vec::new(),
-        })
+            self.log.clone(),
+        );
+        d.actual.kind = self.out_kinds[stream as usize];
+        Box::new(d)
     }
 
     /// The recording has no more writes where the program writes `rest`: past the recorded
@@ -992,26 +981,13 @@ impl Core {
         if let (Some(recorded), Some(replayed)) = (recorded, replayed) {
             if recorded != replayed {
                 let (thread, thread_name) = r.caller();
-                return self.diverged(Box::new(Divergence {
-                    kind: DivergenceKind::Exit { recorded, replayed },
-                    seq: r.end_seq(),
+                return self.diverged(Box::new(Divergence::at(
+                    DivergenceKind::Exit { recorded, replayed },
+                    r.end_seq(),
                     thread,
                     thread_name,
-                    expected: None,
-                    expected_kind: None,
-                    expected_site: None,
-                    actual: Actual {
-                        kind: 0,
-                        site: 0,
-                        digest: None,
-                        context: None,
-                    },
-                    actual_kind: String::new(),
-                    actual_site: String::new(),
-                    threads: Vec::new(),
-                    log: self.log.clone(),
-                    live: Vec::new(),
-                }));
+                    self.log.clone(),
+                )));
             }
         }
         Verdict::Live

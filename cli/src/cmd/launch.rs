@@ -712,30 +712,17 @@ mod tests {
     /// The report starts the launcher looks for are the core's.
     #[test]
     fn report_starts_are_the_cores() {
-        use replay_core::report::{Actual, Divergence, DivergenceKind};
-        let mut d = Divergence {
-            kind: DivergenceKind::Exit {
+        use replay_core::report::{Divergence, DivergenceKind};
+        let mut d = Divergence::at(
+            DivergenceKind::Exit {
                 recorded: 0,
                 replayed: 1,
             },
-            seq: 3,
-            thread: 0,
-            thread_name: "main".into(),
-            expected: None,
-            expected_kind: None,
-            expected_site: None,
-            actual: Actual {
-                kind: 0,
-                site: 0,
-                digest: None,
-                context: None,
-            },
-            actual_kind: String::new(),
-            actual_site: String::new(),
-            threads: Vec::new(),
-            log: PathBuf::from("/nonexistent/x.replay"),
-            live: Vec::new(),
-        };
+            3,
+            0,
+            "main".into(),
+            PathBuf::from("/nonexistent/x.replay"),
+        );
         assert!(
             d.render().as_bytes().starts_with(REPORTS[0]),
             "{}",
