@@ -206,6 +206,9 @@ struct Unordered {
     /// Strict order only: their sequence numbers the cursor has yet to pass over (a
     /// min-heap: threads' runs come in any order).
     ahead: std::collections::BinaryHeap<std::cmp::Reverse<u64>>,
+    /// Per kind: the events no thread has started on yet, sequence number → recorded thread,
+    /// for [`Replayer::unordered_start`]'s check of the order across threads.
+    unstarted: rustc_hash::FxHashMap<u32, std::collections::BTreeMap<u64, u32>>,
 }
 
 struct Local {
@@ -461,6 +464,9 @@ impl Replayer {
                     .filter(|e| self.is_unordered(e.kind))
                     .map(|e| std::cmp::Reverse(e.seq)),
             );
+        }
+        for e in events.iter().filter(|e| self.is_unordered(e.kind)) {
+            u.unstarted.entry(e.kind).or_default().insert(e.seq, thread);
         }
         // A thread that only writes: the whole run is one kind's, moved once.
         let k = events[0].kind;
@@ -1065,6 +1071,19 @@ impl Replayer {
             let _g = self.inner.park.lock().unwrap();
             self.inner.wake.notify_all();
         }
+    }
+
+    /// A thread starts on its unordered event `seq` of `kind` (a write it begins to match):
+    /// if another thread's event of the kind came before it in the recording and was not
+    /// started yet, their order differs from the recording's; returns that event's number
+    /// and recorded thread. (An event the log holds later than one after it, written late
+    /// by its recorder, can only hide a difference, never invent one.)
+    pub fn unordered_start(&self, kind: u32, seq: u64) -> Option<(u64, u32)> {
+        let mut u = self.inner.unordered.lock().unwrap();
+        let waiting = u.unstarted.get_mut(&kind)?;
+        let first = waiting.first_key_value().map(|(s, t)| (*s, *t));
+        waiting.remove(&seq);
+        first.filter(|(s, _)| *s < seq)
     }
 
     /// The earliest unordered event not served, as (sequence number, recorded thread, kind).

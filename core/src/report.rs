@@ -37,6 +37,15 @@ pub enum DivergenceKind {
         recorded: String,
         replayed: String,
     },
+    /// Threads' writes to `stream` come in another order than recorded: this thread began
+    /// one (`replayed`, the line it writes) while thread `first` had not yet written what
+    /// the recording has before it (`recorded`).
+    OutputOrder {
+        stream: String,
+        first: String,
+        recorded: String,
+        replayed: String,
+    },
     /// The program ended with another exit status than the recording's.
     Exit { recorded: i32, replayed: i32 },
     /// The log was cut (the recorder was killed) and the program went past its last event.
@@ -150,6 +159,11 @@ impl Divergence {
                     "the program's {stream}{whose} differs from the recording at byte {offset} (line {line})"
                 )
             }
+            DivergenceKind::OutputOrder { stream, first, .. } => format!(
+                "the program's {stream} interleaves differently from the recording: thread {} \"{}\" wrote before {first} did",
+                self.thread_display(),
+                self.thread_name
+            ),
             DivergenceKind::Exit { recorded, replayed } => format!(
                 "the program exited with status {replayed}; the recording exited with {recorded}"
             ),
@@ -190,6 +204,9 @@ impl Divergence {
         let mut s = String::new();
         let _ = writeln!(s, "replay: DIVERGENCE: {}", self.headline());
         if let DivergenceKind::Output {
+            recorded, replayed, ..
+        }
+        | DivergenceKind::OutputOrder {
             recorded, replayed, ..
         } = &self.kind
         {

@@ -722,6 +722,11 @@ impl Core {
                 let Some(event) = st.queue.pop_front() else {
                     return;
                 };
+                if st.pos == 0 {
+                    // One thread's writes (the front ends that compare on their side are
+                    // single-threaded): nothing to find, but the event is started.
+                    let _ = r.unordered_start(self.out_kinds[stream as usize], event.seq);
+                }
                 let data: &[u8] = match &event.payload {
                     Payload::Bytes { data } => &data[st.pos.min(data.len())..],
                     _ => &[],
@@ -786,6 +791,12 @@ impl Core {
             // Out of the queue while compared (`advance` changes the state), back if only
             // part of it was matched.
             let event = st.queue.pop_front().expect("taken above");
+            if st.pos == 0 {
+                if let Some(d) = self.order_differs(r, stream, st, &event, rest) {
+                    st.failed = true;
+                    return Some(d);
+                }
+            }
             let recorded: &[u8] = match &event.payload {
                 Payload::Bytes { data } => &data[st.pos.min(data.len())..],
                 _ => &[],
@@ -808,6 +819,53 @@ impl Core {
             }
         }
         None
+    }
+
+    /// Starting on recorded write `event`: another thread's write to the stream came first in
+    /// the recording and has not been made yet (the threads interleave differently, so the
+    /// stream's bytes differ even where each thread's own do not).
+    fn order_differs(
+        &self,
+        r: &Replayer,
+        stream: Stream,
+        st: &OutState,
+        event: &Event,
+        rest: &[u8],
+    ) -> Option<Box<Divergence>> {
+        let kind = self.out_kinds[stream as usize];
+        let (seq, thread) = r.unordered_start(kind, event.seq)?;
+        let recorded = match crate::report::event_at(&self.log, seq) {
+            Some((
+                _,
+                Event {
+                    payload: Payload::Bytes { data },
+                    ..
+                },
+            )) => {
+                let end = data
+                    .iter()
+                    .position(|&b| b == b'\n')
+                    .unwrap_or(data.len())
+                    .min(TAIL);
+                format!("{:?}", String::from_utf8_lossy(&data[..end]))
+            }
+            _ => format!("(event #{seq})"),
+        };
+        let (me, my_name) = r.caller();
+        let mut d = Divergence::at(
+            DivergenceKind::OutputOrder {
+                stream: stream.name().into(),
+                first: format!("thread {thread} \"{}\"", r.recorded_thread_name(thread)),
+                recorded,
+                replayed: st.line_with(rest),
+            },
+            seq,
+            me,
+            my_name,
+            self.log.clone(),
+        );
+        d.actual.kind = kind;
+        Some(Box::new(d))
     }
 
     /// A divergence at the current position of an output stream.

@@ -317,7 +317,7 @@ fn trailer_len(bytes: &[u8]) -> usize {
 }
 
 #[test]
-fn threads_output_is_compared_per_thread_and_waits_for_no_turn() {
+fn threads_writes_wait_for_no_turn_and_another_interleaving_is_a_divergence() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("a.replay");
     let one = |c: &Core, name: &str, text: &'static [u8]| {
@@ -335,34 +335,61 @@ fn threads_output_is_compared_per_thread_and_waits_for_no_turn() {
         c.record(clock, 0, None, PayloadRef::Int(2));
         c.shutdown().unwrap();
     }
-    // Replayed in the other order, b holding a lock that a then waits for (as two threads
-    // printing through one stream do): in strict order with turns this would stall.
+    // Replayed in the recorded order: faithful.
     let c = start("replay", &log, &[("timeout", "2s")]);
     let clock = c.intern("t.clock");
     assert!(matches!(
         c.replay(clock, 0, None, &no_stack),
         Verdict::Serve(_)
     ));
-    let lock = std::sync::Mutex::new(());
     std::thread::scope(|s| {
-        let g = lock.lock().unwrap();
-        let a = s.spawn(|| {
-            let _g = lock.lock().unwrap();
-            one(&c, "a", b"from a\n");
-        });
+        s.spawn(|| one(&c, "a", b"from a\n")).join().unwrap();
         s.spawn(|| one(&c, "b", b"from b\n")).join().unwrap();
-        drop(g);
-        a.join().unwrap();
     });
     assert!(matches!(
         c.replay(clock, 0, None, &no_stack),
         Verdict::Serve(_)
     ));
     live(c.shutdown().unwrap());
+    // Replayed in the other order, b holding a lock that a then waits for (as two threads
+    // printing through one stream do): the stream's bytes differ, which is said at b's write
+    // at once. (Had writes waited for their turns, this would have stalled.)
+    let c = start("replay", &log, &[("timeout", "2s")]);
+    c.replay(clock, 0, None, &no_stack);
+    let lock = std::sync::Mutex::new(());
+    let t = std::time::Instant::now();
+    let (va, vb) = std::thread::scope(|s| {
+        let g = lock.lock().unwrap();
+        let a = s.spawn(|| {
+            let _g = lock.lock().unwrap();
+            c.name_thread("a");
+            c.output(Stream::Stdout, b"from a\n", &no_stack)
+        });
+        let vb = s
+            .spawn(|| {
+                c.name_thread("b");
+                c.output(Stream::Stdout, b"from b\n", &no_stack)
+            })
+            .join()
+            .unwrap();
+        drop(g);
+        (a.join().unwrap(), vb)
+    });
+    assert!(t.elapsed() < std::time::Duration::from_secs(1));
+    assert!(matches!(vb, Verdict::Stop(86)), "{vb:?}");
+    assert!(matches!(va, Verdict::Stop(86)), "{va:?}");
+    let r = c.last_report().unwrap();
+    assert!(
+        r.contains("the program's stdout interleaves differently from the recording: thread 2 \"b\" wrote before thread 1 \"a\" did"),
+        "{r}"
+    );
+    assert!(r.contains("recorded: \"from a\""), "{r}");
+    assert!(r.contains("replayed: \"from b\""), "{r}");
     // What a thread writes is still compared: b writing a's text differs.
     let c = start("replay", &log, &[("timeout", "2s")]);
     c.replay(clock, 0, None, &no_stack);
     let v = std::thread::scope(|s| {
+        s.spawn(|| one(&c, "a", b"from a\n")).join().unwrap();
         s.spawn(|| {
             c.name_thread("b");
             c.output(Stream::Stdout, b"from a\n", &no_stack)
