@@ -195,6 +195,8 @@ struct Inner {
     /// The lowest sequence number of an unordered event the strict cursor has not passed
     /// yet (`NONE`: none known): one load per consumed event tells whether to look.
     next_unordered: AtomicU64,
+    /// Some unordered kind has events of more than one thread ([`Unordered::writers`]).
+    many_writers: AtomicBool,
 }
 
 /// Events taken out of the threads' turns ([`ReplayConfig::unordered`]), served per
@@ -209,6 +211,9 @@ struct Unordered {
     /// Per kind: the events no thread has started on yet, sequence number → recorded thread,
     /// for [`Replayer::unordered_start`]'s check of the order across threads.
     unstarted: rustc_hash::FxHashMap<u32, std::collections::BTreeMap<u64, u32>>,
+    /// Per kind: the first thread seen with events of it, and whether another was seen
+    /// since. Only then is `unstarted` kept: one thread's events are in order by themselves.
+    writers: rustc_hash::FxHashMap<u32, (u32, bool)>,
 }
 
 struct Local {
@@ -316,6 +321,7 @@ impl Replayer {
             unordered_kinds,
             unordered: Mutex::new(Unordered::default()),
             next_unordered: AtomicU64::new(NONE),
+            many_writers: AtomicBool::new(false),
         });
         let r = Replayer { inner };
         {
@@ -466,7 +472,27 @@ impl Replayer {
             );
         }
         for e in events.iter().filter(|e| self.is_unordered(e.kind)) {
-            u.unstarted.entry(e.kind).or_default().insert(e.seq, thread);
+            let (first, mut many) = *u.writers.entry(e.kind).or_insert((thread, false));
+            if !many && first != thread {
+                many = true;
+                u.writers.insert(e.kind, (first, true));
+                self.inner.many_writers.store(true, Ordering::Release);
+                // The first writer's events taken in before, which its thread has not taken
+                // yet (those it has are started or about to be: a difference among them can
+                // only go unseen, not be invented).
+                let earlier: Vec<u64> = u
+                    .queues
+                    .get(&(first, e.kind))
+                    .map(|q| q.iter().map(|x| x.seq).collect())
+                    .unwrap_or_default();
+                let waiting = u.unstarted.entry(e.kind).or_default();
+                for s in earlier {
+                    waiting.insert(s, first);
+                }
+            }
+            if many {
+                u.unstarted.entry(e.kind).or_default().insert(e.seq, thread);
+            }
         }
         // A thread that only writes: the whole run is one kind's, moved once.
         let k = events[0].kind;
@@ -1079,6 +1105,10 @@ impl Replayer {
     /// and recorded thread. (An event the log holds later than one after it, written late
     /// by its recorder, can only hide a difference, never invent one.)
     pub fn unordered_start(&self, kind: u32, seq: u64) -> Option<(u64, u32)> {
+        // The usual case, one thread writing: nothing to check, no lock.
+        if !self.inner.many_writers.load(Ordering::Acquire) {
+            return None;
+        }
         let mut u = self.inner.unordered.lock().unwrap();
         let waiting = u.unstarted.get_mut(&kind)?;
         let first = waiting.first_key_value().map(|(s, t)| (*s, *t));
