@@ -94,10 +94,17 @@ pub struct replay_site {
 /// Non-zero while a record or replay session is active. The macros read it first, so that
 /// with replay off each macro use costs one well-predicted branch. Set only by
 /// `replay_init_from_env` and `replay_shutdown`: never write it.
+///
+/// It starts at [`UNINIT`]: the first macro use before any init then reaches
+/// `replay_enter`, which says once when `REPLAY_MODE` asks for a session nobody started
+/// (a forgotten `replay_init_from_env` otherwise gave no log and no word), and sets it to 0.
 // Declared by hand in macros.h (`extern int replay_active;`): an AtomicI32 has the layout of
 // an int, and the C side only reads it.
 #[no_mangle]
-pub static replay_active: AtomicI32 = AtomicI32::new(0);
+pub static replay_active: AtomicI32 = AtomicI32::new(UNINIT);
+
+/// `replay_active` before the first init or macro use.
+const UNINIT: i32 = 2;
 
 /// The live session. Leaked on purpose: a thread that loaded the pointer just before
 /// shutdown may still use it, so it must never be freed.
@@ -320,6 +327,8 @@ fn init(compiler: &str) -> c_int {
         if active().is_some() {
             return 0;
         }
+        // Init was called: a failure below is said by init, not as a forgotten init.
+        let _ = replay_active.compare_exchange(UNINIT, 0, Ordering::AcqRel, Ordering::Relaxed);
         let (options, unknown) = match Options::from_env() {
             Ok(x) => x,
             Err(e) => {
@@ -487,6 +496,19 @@ pub extern "C" fn replay_mode() -> c_int {
     }
 }
 
+/// The first macro use found no session and init was never called: if the environment asks
+/// for one, say once why nothing is recorded or replayed.
+#[cold]
+fn init_forgotten() {
+    match std::env::var("REPLAY_MODE").as_deref() {
+        Ok("record") | Ok("replay") => eprintln!(
+            "replay: REPLAY_MODE is set but the program never called replay_init_from_env(); \
+             it runs live, nothing is recorded or replayed (call it at the start of main)"
+        ),
+        _ => {}
+    }
+}
+
 /// First step of a macro: decides how this call runs. Returns `REPLAY_ENTER_LIVE`,
 /// `REPLAY_ENTER_RECORD` (the nested-call guard is taken; call the function, then exactly
 /// one `replay_record_*`) or `REPLAY_ENTER_REPLAY` (call `replay_replay_*`, and run the call
@@ -497,6 +519,12 @@ pub extern "C" fn replay_mode() -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn replay_enter(site: *mut replay_site) -> c_int {
     let Some(a) = active() else {
+        if replay_active
+            .compare_exchange(UNINIT, 0, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            init_forgotten();
+        }
         return REPLAY_ENTER_LIVE;
     };
     if site.is_null() {

@@ -177,3 +177,27 @@ fn replay_of_missing_empty_random_or_cut_logs_is_one_line_never_a_crash() {
         f.stderr
     );
 }
+
+#[test]
+fn a_forgotten_init_is_said_once_when_replay_mode_is_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile_c("no_init", "no_init", dir.path(), &[]);
+    let log = dir.path().join("x.replay");
+    let f = run(&mut replay_command(&exe, "record", &log));
+    assert_eq!(f.code(), 0, "stderr:\n{}", f.stderr);
+    assert_eq!(f.stdout_text(), "sum 60 mode 0\n");
+    let lines = f.stderr_lines();
+    assert_eq!(lines.len(), 1, "want one line, got:\n{}", f.stderr);
+    assert!(
+        lines[0].starts_with("replay: ")
+            && lines[0].contains("never called replay_init_from_env()"),
+        "{:?}",
+        lines[0]
+    );
+    assert!(!log.exists(), "a log was created without init");
+
+    // Without REPLAY_MODE nothing is said.
+    let f = run(&mut command(&exe));
+    assert_eq!(f.code(), 0);
+    assert_eq!(f.stderr, "", "stderr:\n{}", f.stderr);
+}
