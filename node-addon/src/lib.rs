@@ -183,11 +183,14 @@ fn open(node_version: &str, program: &str, argv: &[String]) -> Option<Active> {
             return None;
         }
     };
-    // REPLAY_REDACT is Node-only (read by lib/net.js), not a core option.
-    for (k, _) in unknown.into_iter().filter(|(k, _)| k != "REPLAY_REDACT") {
+    // REPLAY_REDACT and REPLAY_REDACT_KEY are Node-only (read by lib/net.js), not core options.
+    for (k, _) in unknown
+        .into_iter()
+        .filter(|(k, _)| k != "REPLAY_REDACT" && k != "REPLAY_REDACT_KEY")
+    {
         eprintln!(
             "replay: ignoring unknown variable {k} (known: REPLAY_MODE, REPLAY_LOG, REPLAY_POLICY, REPLAY_ORDER, \
-             REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_COMPRESS, REPLAY_VERIFY_OUTPUT, REPLAY_REDACT)"
+             REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_COMPRESS, REPLAY_VERIFY_OUTPUT, REPLAY_REDACT, REPLAY_REDACT_KEY)"
         );
     }
     let mode = options.mode;
