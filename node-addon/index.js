@@ -207,9 +207,11 @@ function install() {
     for (let i = 0; i < 4; i++) rstate[i] = dv.getInt32(4 * i, true);
   };
 
+  let vmOff = null; // takes lib/vm.js's hooks out of vm
   function restore() {
     on = false;
     dropRuns();
+    if (vmOff !== null) vmOff();
     globalThis.Date = RealDate;
     RealDate.prototype.constructor = realCtor;
     Math.random = realRandom;
@@ -695,6 +697,28 @@ function install() {
     });
   } catch (e) {
     disable('installing the hooks', e);
+    return;
+  }
+
+  // Every new vm context gets the same clock and Math.random hooks (lib/vm.js).
+  try {
+    const mathRandom = Math.random;
+    let warned = false;
+    vmOff = require('./lib/vm.js').install(
+      {
+        now: () => nowClock(liveNow),
+        date: () => dateClock(liveNow),
+        random: () => mathRandom(),
+      },
+      (e) => {
+        if (warned) return;
+        warned = true;
+        const msg = e && e.message ? e.message : String(e);
+        process.stderr.write(`replay: a vm context runs without replay's hooks (${msg})\n`);
+      },
+    );
+  } catch (e) {
+    disable('installing the vm context hooks', e);
     return;
   }
 
