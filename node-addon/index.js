@@ -591,9 +591,13 @@ function install() {
     };
   }
 
-  const nowClock = clockFor(K_NOW);
-  const dateClock = clockFor(K_DATE);
-  const perfClock = clockFor(K_PERF);
+  // Calls made while a hook module runs a real function (ev.busy) are not the program's:
+  // in replay that function does not run (a read served from the log), so neither do they.
+  // (Node's readFileSync calls fs.closeSync, which graceful-fs patches to read Date.now.)
+  const unlessBusy = (clock) => (live) => (ev !== null && ev.busy ? live() : clock(live));
+  const nowClock = unlessBusy(clockFor(K_NOW));
+  const dateClock = unlessBusy(clockFor(K_DATE));
+  const perfClock = unlessBusy(clockFor(K_PERF));
   const hrtimeClock = clockFor(K_HRTIME);
   const hrtimeBigClock = clockFor(K_HRTIME_BIG);
   const originClock = clockFor(K_ORIGIN);
@@ -664,6 +668,7 @@ function install() {
     globalThis.Date = ReplayDate;
     Math.random = {
       random() {
+        if (ev !== null && ev.busy) return realRandom();
         if (++rcount > rlimit) return randomSlow();
         rpub[0] = rcount;
         return rstep();
