@@ -4,9 +4,9 @@
 // Loaded with `node --require /path/to/node-addon app.js`; configured by REPLAY_* variables.
 //
 // The hooks must be installed before any user code runs (a reference to the real function
-// taken earlier bypasses them), which is what --require does. Only the main JS thread is
-// hooked: worker_threads also run --require modules, and there this file does nothing, so
-// calls made in workers run live and are not recorded.
+// taken earlier bypasses them), which is what --require does. worker_threads run --require
+// modules too: there installWorker hooks the worker's own Date, Math.random,
+// performance.now and fs, recorded as a logical thread of the process (`worker N`).
 
 const { isMainThread } = require('worker_threads');
 const fs = require('fs');
@@ -90,6 +90,131 @@ function fail(what, e) {
 if (isMainThread && !globalThis[LOADED]) {
   Object.defineProperty(globalThis, LOADED, { value: api });
   install();
+} else if (!isMainThread && !globalThis[LOADED]) {
+  Object.defineProperty(globalThis, LOADED, { value: api });
+  installWorker();
+}
+
+// A worker thread: its hooks cross to the native side per call (src/lib.rs, "worker
+// threads"); its output reaches the main thread's stdout/stderr, which records it there.
+function installWorker() {
+  const mode = (process.env.REPLAY_MODE || 'off').trim().toLowerCase();
+  if (mode === 'off' || mode === '') return;
+  let native;
+  try {
+    native = require('./replay_node.node');
+  } catch (_) {
+    return; // the main thread said so already
+  }
+  const { threadId } = require('worker_threads');
+  let started;
+  try {
+    started = native.workerStart(`worker ${threadId}`, events.stack);
+  } catch (e) {
+    fail('starting a worker thread', e);
+    return;
+  }
+  if (started !== 'record' && started !== 'replay') return;
+  api.mode = started;
+  const K_WORKER_RANDOM = 7;
+  const RealDate = globalThis.Date;
+  const realNow = RealDate.now;
+  const realRandom = Math.random;
+  const perf = globalThis.performance;
+  const realPerfNow = perf.now;
+  let ev = null;
+  let on = true;
+  const stopIfSaid = () => {
+    if (native.stopCode() !== 0) native.workerStop();
+  };
+  const clock =
+    started === 'record'
+      ? (code, live) => {
+          const v = live();
+          if (on && !(ev !== null && ev.busy)) {
+            try {
+              native.workerRecord(code, v);
+            } catch (e) {
+              on = false;
+              fail('recording a worker thread', e);
+            }
+          }
+          return v;
+        }
+      : (code, live) => {
+          if (!on || (ev !== null && ev.busy)) return live();
+          let v = NaN;
+          try {
+            v = native.workerReplay(code);
+          } catch (e) {
+            on = false;
+            fail('replaying a worker thread', e);
+          }
+          if (v !== v) {
+            stopIfSaid();
+            return live();
+          }
+          return v;
+        };
+  const liveNow = () => realNow();
+  const ReplayDate = function Date(...args) {
+    if (new.target === undefined) return new RealDate(clock(K_DATE, liveNow)).toString();
+    if (args.length === 0) return Reflect.construct(RealDate, [clock(K_DATE, liveNow)], new.target);
+    return Reflect.construct(RealDate, args, new.target);
+  };
+  Object.defineProperty(ReplayDate, 'length', { value: RealDate.length });
+  ReplayDate.prototype = RealDate.prototype;
+  Object.setPrototypeOf(ReplayDate, RealDate);
+  for (const key of ['UTC', 'parse']) {
+    Object.defineProperty(ReplayDate, key, Object.getOwnPropertyDescriptor(RealDate, key));
+  }
+  Object.defineProperty(ReplayDate, 'now', {
+    value: {
+      now() {
+        return clock(K_NOW, liveNow);
+      },
+    }.now,
+    writable: true,
+    configurable: true,
+  });
+  const host = {
+    mode: started,
+    queue(code, input, json, bufs) {
+      native.evRecord(code, input, json, bufs);
+    },
+    queueOut() {},
+    flushPending() {},
+    checkStop: stopIfSaid,
+    wentLive() {},
+    disable(what, e) {
+      on = false;
+      if (ev) ev.restoreAll();
+      fail(what, e);
+    },
+  };
+  try {
+    RealDate.prototype.constructor = ReplayDate;
+    globalThis.Date = ReplayDate;
+    Math.random = {
+      random() {
+        return clock(K_WORKER_RANDOM, realRandom);
+      },
+    }.random;
+    Object.defineProperty(perf, 'now', {
+      value: {
+        now() {
+          return clock(K_PERF, () => realPerfNow.call(perf));
+        },
+      }.now,
+      writable: true,
+      configurable: true,
+    });
+    ev = events.create(native, host);
+    const file = path.join(__dirname, 'lib', 'fs.js');
+    if (ev.live(() => fs.existsSync(file))) require(file).install(ev);
+  } catch (e) {
+    host.disable('installing the hooks in a worker thread', e);
+  }
 }
 
 function install() {

@@ -1,10 +1,10 @@
 'use strict';
 // Replay: what the addon knowingly lets run live, counted for the core's reports (a
 // divergence report lists them, so the person sees where to look when every hooked call
-// replayed faithfully and the program still went another way): worker threads (the addon
-// does nothing in them) and child processes (they run for real); vm contexts get the hooks
-// (lib/vm.js). Counting costs nothing on the program's hot paths: a
-// diagnostics channel message per child or worker, a counter call per new context.
+// replayed faithfully and the program still went another way): child processes (they run
+// for real). vm contexts and worker threads get the hooks (lib/vm.js, index.js
+// installWorker). Counting costs nothing on the program's hot paths: a diagnostics channel
+// message per child.
 
 const dc = require('diagnostics_channel');
 
@@ -33,7 +33,6 @@ function install(native) {
   } catch (_) {
     // Without the binding, synchronous children go uncounted.
   }
-  dc.subscribe('worker_threads', count('worker thread'));
 }
 
 module.exports = { install };

@@ -95,10 +95,27 @@ pub fn ev_record(
 ) -> Res<()> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(()) };
-        let Session::Record(_) = &a.core.session else {
+        let Session::Record(rec) = &a.core.session else {
             return Err(err("ev_record called while replaying"));
         };
         let kind = kind_id(code)?;
+        if !crate::on_main(a) {
+            // A worker thread: its own logical thread.
+            let bytes;
+            let payload = if a.out_kinds.contains(&kind) {
+                bytes = bufs
+                    .iter()
+                    .flat_map(|b| b.iter().copied())
+                    .collect::<Vec<u8>>();
+                replay_core::PayloadRef::Bytes(&bytes)
+            } else {
+                let record = value_record(json, bufs.iter().map(|b| Bytes::copy_from_slice(b)));
+                rec.record_owned(kind, 0, input_digest(&input), record);
+                return Ok(());
+            };
+            a.core.record(kind, 0, None, payload);
+            return Ok(());
+        }
         let g = crate::drain::lock();
         let Some(app) = g.as_ref().and_then(|st| st.appender.as_ref()) else {
             return Ok(());

@@ -64,7 +64,7 @@ pub(crate) enum Num {
 /// `process.hrtime` and `hrtime.bigint` are integer nanoseconds (exact below 2^53 ns, about
 /// 104 days of uptime); `performance.timeOrigin` is read once at start. `Math.random` is not
 /// one event per call: its batch entries are checkpoints (the number of calls so far).
-const KINDS: [(&str, Num); 7] = [
+const KINDS: [(&str, Num); 8] = [
     ("node.Date.now", Num::Int),
     ("node.Date", Num::Int),
     ("node.Math.random", Num::Uint),
@@ -72,6 +72,8 @@ const KINDS: [(&str, Num); 7] = [
     ("node.process.hrtime", Num::Int),
     ("node.process.hrtime.bigint", Num::Int),
     ("node.performance.timeOrigin", Num::Float),
+    // A worker thread's Math.random: each value (workers record per call, see `worker_start`).
+    ("node.Math.random.value", Num::Float),
 ];
 
 /// `Math.random`'s code in [`KINDS`].
@@ -120,12 +122,108 @@ pub(crate) fn active() -> Res<Option<&'static Active>> {
     if a.done.load(Ordering::Relaxed) {
         return Ok(None);
     }
-    if std::thread::current().id() != a.thread {
+    if std::thread::current().id() != a.thread && !WORKER.get() {
         return Err(err(
-            "called from a thread other than the one that started the session (only the main JS thread records)",
+            "called from a thread other than the one that started the session (only the main JS thread and worker threads that started records)",
         ));
     }
     Ok(Some(a))
+}
+
+thread_local! {
+    /// This thread is a worker thread that joined the session ([`worker_start`]).
+    static WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Its stack function (lib/events.js `stack`), for divergence reports. Never released:
+    /// the worker's environment may be gone by the time the thread's locals are.
+    static WORKER_STACK: std::cell::RefCell<Option<std::mem::ManuallyDrop<FunctionRef<(), String>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether the calling thread is the session's main JS thread (its events go through the
+/// drain's appender; a worker's through its own logical thread).
+pub(crate) fn on_main(a: &Active) -> bool {
+    std::thread::current().id() == a.thread
+}
+
+// ---- worker threads ----------------------------------------------------------------------
+//
+// A worker thread runs index.js too (workers inherit --require); it joins the session as a
+// logical thread of its own named `worker N` (N: its threadId, given in creation order, so
+// replay binds each worker to the recorded thread of the same name). Workers are rarer and
+// less hot than the main thread: their hooks cross per call, and each Math.random value is
+// an event (`node.Math.random.value`). Events of lib/events.js (fs reads, completions) go
+// through the same `ev_*` functions, recorded on the worker's own thread.
+
+/// Joins the calling worker thread to the session as logical thread `name`; returns the
+/// mode (`"record"`, `"replay"`, or `"off"` when there is no session).
+#[napi]
+pub fn worker_start(name: String, stack: Function<(), String>) -> Res<String> {
+    guarded(|| {
+        let stack = stack.create_ref()?;
+        WORKER_STACK.with(|w| *w.borrow_mut() = Some(std::mem::ManuallyDrop::new(stack)));
+        let Some(Some(a)) = ACTIVE.get() else {
+            return Ok("off".into());
+        };
+        if a.done.load(Ordering::Relaxed) || on_main(a) {
+            return Ok("off".into());
+        }
+        a.core.name_thread(&name);
+        WORKER.set(true);
+        Ok(if a.core.mode() == Mode::Record {
+            "record".into()
+        } else {
+            "replay".into()
+        })
+    })
+}
+
+/// Record, on a worker: hook `code` returned `value`.
+#[napi]
+pub fn worker_record(code: u32, value: f64) -> Res<()> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(()) };
+        let Some(&(_, num)) = KINDS.get(code as usize) else {
+            return Err(err(format!("unknown hook code {code}")));
+        };
+        let payload = match num {
+            Num::Int => PayloadRef::Int(value as i64),
+            Num::Float => PayloadRef::Float(value),
+            Num::Uint => PayloadRef::Uint(value as u64),
+        };
+        a.core.record(a.kinds[code as usize], 0, None, payload);
+        Ok(())
+    })
+}
+
+/// Replay, on a worker: the value of hook `code`'s next call, NaN when the call is not
+/// replayed (gone live, or a divergence: then [`stop_code`] may say stop).
+#[napi]
+pub fn worker_replay(env: &Env, code: u32) -> Res<f64> {
+    guarded(|| {
+        let Some(a) = active()? else {
+            return Ok(f64::NAN);
+        };
+        let Some(&kind) = a.kinds.get(code as usize) else {
+            return Err(err(format!("unknown hook code {code}")));
+        };
+        Ok(
+            match apply(a.core.replay(kind, 0, None, &|| js_stack(env))) {
+                Some(e) => value_of(&e, code),
+                None => f64::NAN,
+            },
+        )
+    })
+}
+
+/// Ends the process after a stop verdict given on a worker (exiting a worker thread would
+/// end only the worker); the report is written already.
+#[napi]
+pub fn worker_stop() {
+    let code = STOP.load(Ordering::Relaxed);
+    if code != 0 {
+        // SAFETY: _exit ends the process at once; nothing of this replay needs writing.
+        unsafe { libc::_exit(code) };
+    }
 }
 
 /// Starts the session from the `REPLAY_*` environment variables and returns the mode:
@@ -171,6 +269,14 @@ static STACK: OnceLock<FunctionRef<(), String>> = OnceLock::new();
 /// The program's JS frames at the current call, for a divergence report (called only when
 /// there is one: building a stack costs microseconds).
 pub(crate) fn js_stack(env: &Env) -> Option<String> {
+    if WORKER.get() {
+        // A worker's own function: a reference is usable only in the environment that made it.
+        return WORKER_STACK.with(|w| {
+            let w = w.borrow();
+            let f = w.as_ref()?.borrow_back(env).ok()?;
+            f.call(()).ok().filter(|s| !s.is_empty())
+        });
+    }
     let f = STACK.get()?.borrow_back(env).ok()?;
     f.call(()).ok().filter(|s| !s.is_empty())
 }
