@@ -116,7 +116,8 @@ for (const [signal, status] of [['SIGTERM', 143], ['SIGINT', 130]]) {
       assert.ok(nows.length > 5, `run ${run}: ${nows.length} reads recorded`);
       assert.deepStrictEqual(nows, r.printed.slice(0, nows.length), `run ${run}`);
       const after = r.printed[r.printed.length - 1] - nows[nows.length - 1];
-      assert.ok(after <= 20, `run ${run}: reads of the last ${after} ms before the signal took effect are not in the log`);
+      // (About a millisecond; a loaded machine may hold the dying process longer.)
+      assert.ok(after <= FLUSH_MS, `run ${run}: reads of the last ${after} ms before the signal took effect are not in the log`);
       const info = spawnSync(cli(), ['info', log], { encoding: 'utf8' });
       assert.match(info.stdout, new RegExp(`^exit:\\s+${status}$`, 'm'), info.stdout);
       if (run < 2) {
