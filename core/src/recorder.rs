@@ -786,6 +786,45 @@ impl Appender {
         let seq = self.seq_counter().fetch_add(1, Ordering::Relaxed);
         self.record_at(seq, kind, site, digest, payload);
     }
+
+    /// The appender held for many appends (one lock for a batch, not one per event).
+    pub fn hold(&self) -> Held<'_> {
+        Held {
+            rec: &self.rec,
+            local: self.local.lock().unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+}
+
+/// An [`Appender`] held by one OS thread ([`Appender::hold`]).
+pub struct Held<'a> {
+    rec: &'a Recorder,
+    local: std::sync::MutexGuard<'a, Local>,
+}
+
+impl Held<'_> {
+    /// [`Appender::record`]: takes the next number now.
+    #[inline]
+    pub fn record(&mut self, kind: u32, site: u32, digest: Option<u64>, payload: PayloadRef<'_>) {
+        if self.rec.inner.hot.stopped.load(Ordering::Relaxed) {
+            self.rec.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let seq = self.rec.inner.hot.seq.fetch_add(1, Ordering::Relaxed);
+        self.rec
+            .append(&mut self.local, seq, kind, site, digest, payload);
+    }
+
+    /// [`Appender::record_owned_at`] with the next number.
+    pub fn record_owned(&mut self, kind: u32, site: u32, digest: Option<u64>, record: Record) {
+        if self.rec.inner.hot.stopped.load(Ordering::Relaxed) {
+            self.rec.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let seq = self.rec.inner.hot.seq.fetch_add(1, Ordering::Relaxed);
+        self.rec
+            .append_owned(&mut self.local, seq, kind, site, digest, record);
+    }
 }
 
 /// Takes everything published so far from every thread into batches and writes them.

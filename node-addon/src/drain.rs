@@ -161,6 +161,10 @@ impl State {
         let Some(app) = self.appender.as_ref() else {
             return Ok(());
         };
+        if self.n >= upto {
+            return Ok(());
+        }
+        let mut app = app.hold();
         let block = ctl(C_BLOCK).load(Ordering::Relaxed);
         let view: Option<Bytes> = if block >= 0 {
             stage::held(block as usize)
@@ -194,8 +198,7 @@ impl State {
                     crate::Num::Float => PayloadRef::Float(v),
                     crate::Num::Uint => PayloadRef::Uint(v as u64),
                 };
-                let seq = app.seq_counter().fetch_add(1, Ordering::Relaxed);
-                app.record_at(seq, kind, 0, None, payload);
+                app.record(kind, 0, None, payload);
                 self.n += 1;
                 continue;
             }
@@ -248,12 +251,10 @@ impl State {
                 });
                 off += l;
             }
-            let seq = app.seq_counter().fetch_add(1, Ordering::Relaxed);
             if self.out_kinds.contains(&kind) && bufs.len() == 1 {
-                app.record_at(seq, kind, 0, None, PayloadRef::Bytes(&bufs[0]));
+                app.record(kind, 0, None, PayloadRef::Bytes(&bufs[0]));
             } else {
-                app.record_owned_at(
-                    seq,
+                app.record_owned(
                     kind,
                     0,
                     digest,
