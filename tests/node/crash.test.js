@@ -113,7 +113,7 @@ for (const [signal, status] of [['SIGTERM', 143], ['SIGINT', 130]]) {
       // program runs on for the moment the log takes to close (its reads then are after the
       // signal, and are not recorded).
       const nows = recordedNows(log);
-      assert.ok(nows.length > 5, `run ${run}: ${nows.length} reads recorded`);
+      assert.ok(nows.length > 0, `run ${run}: no read recorded`);
       assert.deepStrictEqual(nows, r.printed.slice(0, nows.length), `run ${run}`);
       const after = r.printed[r.printed.length - 1] - nows[nows.length - 1];
       // (About a millisecond; a loaded machine may hold the dying process longer.)
