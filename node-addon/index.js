@@ -4,9 +4,9 @@
 // Loaded with `node --require /path/to/node-addon app.js`; configured by REPLAY_* variables.
 //
 // The hooks must be installed before any user code runs (a reference to the real function
-// taken earlier bypasses them), which is what --require does. Only the main JS thread is
-// hooked: worker_threads also run --require modules, and there this file does nothing, so
-// calls made in workers run live and are not recorded.
+// taken earlier bypasses them), which is what --require does. worker_threads run --require
+// modules too: there installWorker hooks the worker's own Date, Math.random,
+// performance.now and fs, recorded as a logical thread of the process (`worker N`).
 
 const { isMainThread } = require('worker_threads');
 const fs = require('fs');
@@ -77,9 +77,9 @@ function programArgv() {
 // as a hundred hooked calls, so it is paid once per batch. Replay fetches as many of a kind's
 // recorded values per crossing.
 const BATCH = 4096;
-// A program that stops calling the hooks still gets its events to the log within the
-// flush interval (REPLAY_FLUSH, 100 ms by default): the batch is handed over that often, and
-// the core writes what it was handed as often.
+// The batch is also handed over this often (REPLAY_FLUSH, 100 ms by default), which adds
+// the Math.random checkpoint; the events themselves reach the log within the interval
+// without it (the core's flusher reads the batch: src/drain.rs).
 const FLUSH_MS = 100;
 
 function fail(what, e) {
@@ -90,6 +90,131 @@ function fail(what, e) {
 if (isMainThread && !globalThis[LOADED]) {
   Object.defineProperty(globalThis, LOADED, { value: api });
   install();
+} else if (!isMainThread && !globalThis[LOADED]) {
+  Object.defineProperty(globalThis, LOADED, { value: api });
+  installWorker();
+}
+
+// A worker thread: its hooks cross to the native side per call (src/lib.rs, "worker
+// threads"); its output reaches the main thread's stdout/stderr, which records it there.
+function installWorker() {
+  const mode = (process.env.REPLAY_MODE || 'off').trim().toLowerCase();
+  if (mode === 'off' || mode === '') return;
+  let native;
+  try {
+    native = require('./replay_node.node');
+  } catch (_) {
+    return; // the main thread said so already
+  }
+  const { threadId } = require('worker_threads');
+  let started;
+  try {
+    started = native.workerStart(`worker ${threadId}`, events.stack);
+  } catch (e) {
+    fail('starting a worker thread', e);
+    return;
+  }
+  if (started !== 'record' && started !== 'replay') return;
+  api.mode = started;
+  const K_WORKER_RANDOM = 7;
+  const RealDate = globalThis.Date;
+  const realNow = RealDate.now;
+  const realRandom = Math.random;
+  const perf = globalThis.performance;
+  const realPerfNow = perf.now;
+  let ev = null;
+  let on = true;
+  const stopIfSaid = () => {
+    if (native.stopCode() !== 0) native.workerStop();
+  };
+  const clock =
+    started === 'record'
+      ? (code, live) => {
+          const v = live();
+          if (on && !(ev !== null && ev.busy)) {
+            try {
+              native.workerRecord(code, v);
+            } catch (e) {
+              on = false;
+              fail('recording a worker thread', e);
+            }
+          }
+          return v;
+        }
+      : (code, live) => {
+          if (!on || (ev !== null && ev.busy)) return live();
+          let v = NaN;
+          try {
+            v = native.workerReplay(code);
+          } catch (e) {
+            on = false;
+            fail('replaying a worker thread', e);
+          }
+          if (v !== v) {
+            stopIfSaid();
+            return live();
+          }
+          return v;
+        };
+  const liveNow = () => realNow();
+  const ReplayDate = function Date(...args) {
+    if (new.target === undefined) return new RealDate(clock(K_DATE, liveNow)).toString();
+    if (args.length === 0) return Reflect.construct(RealDate, [clock(K_DATE, liveNow)], new.target);
+    return Reflect.construct(RealDate, args, new.target);
+  };
+  Object.defineProperty(ReplayDate, 'length', { value: RealDate.length });
+  ReplayDate.prototype = RealDate.prototype;
+  Object.setPrototypeOf(ReplayDate, RealDate);
+  for (const key of ['UTC', 'parse']) {
+    Object.defineProperty(ReplayDate, key, Object.getOwnPropertyDescriptor(RealDate, key));
+  }
+  Object.defineProperty(ReplayDate, 'now', {
+    value: {
+      now() {
+        return clock(K_NOW, liveNow);
+      },
+    }.now,
+    writable: true,
+    configurable: true,
+  });
+  const host = {
+    mode: started,
+    queue(code, input, json, bufs) {
+      native.evRecord(code, input, json, bufs);
+    },
+    queueOut() {},
+    flushPending() {},
+    checkStop: stopIfSaid,
+    wentLive() {},
+    disable(what, e) {
+      on = false;
+      if (ev) ev.restoreAll();
+      fail(what, e);
+    },
+  };
+  try {
+    RealDate.prototype.constructor = ReplayDate;
+    globalThis.Date = ReplayDate;
+    Math.random = {
+      random() {
+        return clock(K_WORKER_RANDOM, realRandom);
+      },
+    }.random;
+    Object.defineProperty(perf, 'now', {
+      value: {
+        now() {
+          return clock(K_PERF, () => realPerfNow.call(perf));
+        },
+      }.now,
+      writable: true,
+      configurable: true,
+    });
+    ev = events.create(native, host);
+    const file = path.join(__dirname, 'lib', 'fs.js');
+    if (ev.live(() => fs.existsSync(file))) require(file).install(ev);
+  } catch (e) {
+    host.disable('installing the hooks in a worker thread', e);
+  }
 }
 
 function install() {
@@ -174,6 +299,9 @@ function install() {
   // takes the mode's slow path: seeding, or in replay the next checkpoint.
   const rstate = new Int32Array(4);
   let rcount = 0;
+  // Recording: rcount as the native side's drain reads it (src/drain.rs), stored at each
+  // call once seeded; replay: unused.
+  let rpub = new Float64Array(1);
   let rlimit = 0;
   let randomSlow; // set per mode below
   // One step of xorshift128+ as V8 runs it (shift triple 23/17/26 on two 64-bit words, here
@@ -204,9 +332,11 @@ function install() {
     for (let i = 0; i < 4; i++) rstate[i] = dv.getInt32(4 * i, true);
   };
 
+  let vmOff = null; // takes lib/vm.js's hooks out of vm
   function restore() {
     on = false;
     dropRuns();
+    if (vmOff !== null) vmOff();
     globalThis.Date = RealDate;
     RealDate.prototype.constructor = realCtor;
     Math.random = realRandom;
@@ -250,25 +380,43 @@ function install() {
   }
 
   if (started === 'record') {
-    // One slot more than a batch: the Math.random checkpoint added at a flush.
-    const values = new Float64Array(BATCH + 1);
-    const codes = new Uint8Array(BATCH + 1);
+    // The batch lives in native memory (src/drain.rs): the core's flusher takes what was
+    // published (ctl[C_PUB], stored after each event) within the flush interval even while
+    // this thread is busy, and a SIGTERM/SIGINT records it before the process dies. One slot
+    // more than a batch: the Math.random checkpoint added at a flush.
+    const region = native.sharedRegion();
+    if (!region) {
+      disable('recording', new Error('this runtime copies external memory; the event buffer cannot be shared'));
+      return;
+    }
+    const SLOTS = BATCH + 1;
+    const LENS = 1 << 16;
+    const lensOff = (8 * SLOTS + SLOTS + 7) & ~7;
+    const values = new Float64Array(region.buffer, region.byteOffset, SLOTS);
+    const codes = new Uint8Array(region.buffer, region.byteOffset + 8 * SLOTS, SLOTS);
+    const lens = new Uint32Array(region.buffer, region.byteOffset + lensOff, LENS);
+    const ctl = new Int32Array(region.buffer, region.byteOffset + lensOff + 4 * LENS, 8);
+    rpub = new Float64Array(region.buffer, region.byteOffset + lensOff + 4 * LENS + 32, 1);
+    const C_PUB = 0;
+    const C_OPEN = 1;
+    const C_BLOCK = 2;
+    const OPEN_BITS = 17;
     let n = 0;
     let checked = 0; // rcount at the last checkpoint
     // The events of lib/events.js (file reads, socket chunks, completions) queue here too,
     // each marked in the batch by K_QUEUED with its kind code as the value, so one crossing
     // carries them in their place among the clock reads: crossing per event, with its
     // argument conversions, cost several microseconds each (a recorded http request is
-    // three events). A value's JSON text is made and its bytes copied into `data` when the
-    // event happens, so what the program does to its buffers later is not recorded.
-    const inputs = []; // the inputs that are not null
-    const jsons = [];
-    let lens = new Uint32Array(1024);
+    // three events). Per event, `lens` holds its input's byte length plus one (0: none),
+    // its JSON text's byte length, its number of parts and their lengths; `data` holds the
+    // input, the text and the parts. All is written when the event happens, so what the
+    // program does to its buffers later is not recorded.
     let nlens = 0;
     // `data` is a staging block of the native part (its memory, which the recorded events
-    // then share: no second copy of the bytes at the crossing), or when all blocks are held
-    // or cannot be had a Buffer of our own, whose bytes the crossing copies. A block must not
-    // be written after the crossing that handed it over: each crossing names the next one.
+    // then share: no second copy of the bytes, and the flusher can read it), or when all
+    // blocks are held or cannot be had a Buffer of our own (whose queued events only a
+    // crossing hands over). A block must not be written after the crossing that handed it
+    // over: each crossing names the next one.
     const blocks = [];
     let own = null;
     let data = null;
@@ -291,6 +439,7 @@ function install() {
         data = own;
         block = -1;
       }
+      ctl[C_BLOCK] = block;
     };
     let first = -1;
     try {
@@ -300,169 +449,137 @@ function install() {
     }
     useBlock(first);
     let ndata = 0;
-    // The output event last queued (queueOut): its batch index (-1: none to extend), kind,
-    // and where its length is in `lens`.
+    // The output event last queued (queueOut), which later writes to the same stream may
+    // extend while nothing else was queued after it: its batch index (-1: none), stream,
+    // length, and where its length is in `lens`. Its index and length are also the word
+    // ctl[C_OPEN], which a drain swaps to -1 when it takes the event (then a new one starts).
     let outAt = -1;
     let outKind = -1;
+    let outCur = 0;
     let outLen = 0;
-    // Its strings not yet encoded into `data` (utf8 writes: encoded all at once when the
-    // event ends, which costs a fraction of encoding each line by itself), their length in
-    // UTF-16 units (at most 3 bytes each: that much of `data` is kept free for them).
-    const outParts = [];
-    let outChars = 0;
-    const closeOut = () => {
-      if (outParts.length === 0) return;
-      const text = outParts.length === 1 ? outParts[0] : outParts.join('');
-      outParts.length = 0;
-      outChars = 0;
-      const len = data.utf8Write(text, ndata);
-      lens[outLen] = len;
-      ndata += len;
-    };
     const flushBatch = () => {
-      closeOut();
       outAt = -1;
       if (rcount !== checked && rlimit > 0) {
-        values[n++] = rcount;
-        codes[n - 1] = K_RANDOM;
+        values[n] = rcount;
+        codes[n] = K_RANDOM;
+        ctl[C_PUB] = ++n;
         checked = rcount;
       }
       if (n === 0) return;
       const count = n;
-      const nl = nlens;
-      const nd = ndata;
       n = nlens = ndata = 0;
       try {
-        // One string for all texts: each crossing string costs its own conversions. JSON text
-        // never holds a raw line feed; inputs may, and are cut by their lengths in `lens`.
-        const ins = inputs.length === 0 ? '' : inputs.join('\n') + '\n';
-        useBlock(native.recordBatch(values, codes, count, ins, jsons.join('\n'), lens, nl, data, nd, block));
+        useBlock(native.recordBatch(count, block === -1 ? data : undefined));
       } catch (e) {
         // The block may be held by what was recorded: write no more into it.
         useBlock(-1);
         disable('recording', e);
-      } finally {
-        inputs.length = 0;
-        jsons.length = 0;
       }
     };
     host.queue = (code, input, json, bufs) => {
-      // Its bytes go after those of the output event before it.
-      closeOut();
       let size = 0;
       for (let i = 0; i < bufs.length; i++) size += bufs[i].length;
-      if (size > QUEUE_BYTES / 4) {
+      // No string makes more than 3 bytes of a UTF-16 unit.
+      const texts = 3 * ((input === null ? 0 : input.length) + json.length);
+      if (size + texts > QUEUE_BYTES / 4 || 3 + bufs.length > LENS) {
         // A big value (a whole file) goes over by itself: copying it into the queue first
         // would cost a copy more and a flush anyway.
         flushBatch();
         native.evRecord(code, input, json, bufs);
         return;
       }
-      if (ndata + size > data.length || nlens + 2 + bufs.length > lens.length) flushBatch();
-      if (2 + bufs.length > lens.length) lens = new Uint32Array(2 * (2 + bufs.length));
-      // An input's length in UTF-16 units, plus one; 0 for none (events::Queued).
+      if (ndata + size + texts > data.length || nlens + 3 + bufs.length > LENS) flushBatch();
       if (input === null) {
-        lens[nlens++] = 0;
+        lens[nlens] = 0;
       } else {
-        lens[nlens++] = input.length + 1;
-        inputs.push(input);
+        const l = data.utf8Write(input, ndata);
+        ndata += l;
+        lens[nlens] = l + 1;
       }
-      lens[nlens++] = bufs.length;
+      const jl = data.utf8Write(json, ndata);
+      ndata += jl;
+      lens[nlens + 1] = jl;
+      lens[nlens + 2] = bufs.length;
+      nlens += 3;
       for (let i = 0; i < bufs.length; i++) {
         const b = bufs[i];
         lens[nlens++] = b.length;
         data.set(b, ndata);
         ndata += b.length;
       }
-      jsons.push(json);
       values[n] = code;
       codes[n] = K_QUEUED;
-      if (++n === BATCH) flushBatch();
+      ctl[C_PUB] = ++n;
+      if (n === BATCH) flushBatch();
     };
     // A write of the program to stdout or stderr (lib/output.js): one event of output kind
-    // `k` whose bytes are what was written, `chunk` a string in `encoding` or bytes. Queued
-    // like the events above, its bytes written straight into `data`: a console.log line
-    // costs no allocation here. Writes to one stream with nothing queued between them are one
-    // event (replay compares each stream as one run of bytes, however it was split): a
-    // program printing lines makes an event per batch rather than per line, which is what
-    // keeps the native side's per-event work (here and in replay) off the cost of printing.
+    // `k` whose bytes are what was written, `chunk` a string in `encoding` or bytes, written
+    // straight into `data`: a console.log line costs no allocation here. Writes to one stream
+    // with nothing queued between them are one event (replay compares each stream as one run
+    // of bytes, however it was split), which keeps the native side's per-event work off the
+    // cost of printing.
     host.queueOut = (k, chunk, encoding) => {
       if (!on) return;
-      if (typeof chunk === 'string' && encoding === 'utf8' && chunk.length <= OUT_MERGE) {
-        const m = chunk.length;
-        if (m === 0) return;
-        // (Not after a string that may end in half a surrogate pair: encoded together, the
-        // halves would pair up, where each write alone gave U+FFFD.)
-        const low = chunk.charCodeAt(0);
-        if (outParts.length > 0 && outAt === n - 1 && outKind === k && outChars + m <= OUT_MERGE &&
-          ndata + 3 * (outChars + m) <= data.length && (low < 0xdc00 || low > 0xdfff)) {
-          outParts.push(chunk);
-          outChars += m;
-          return;
-        }
-        closeOut();
-        if (ndata + 3 * m > data.length || nlens + 3 > lens.length) flushBatch();
-        outParts.push(chunk);
-        outChars = m;
-        outAt = n;
-        outKind = k;
-        outLen = nlens + 2;
-        lens[nlens++] = 0;
-        lens[nlens++] = 1;
-        lens[nlens++] = 0; // set by closeOut
-        jsons.push('o');
-        values[n] = k;
-        codes[n] = K_QUEUED;
-        if (++n === BATCH) flushBatch();
+      let max;
+      if (typeof chunk === 'string') {
+        if (chunk.length === 0) return;
+        max = chunk.length * 3;
+      } else {
+        max = chunk.length;
+        if (max === 0) return;
+      }
+      if (max > QUEUE_BYTES / 4) {
+        host.queue(k, null, '', [typeof chunk === 'string' ? Buffer.from(chunk, encoding) : chunk]);
         return;
       }
-      closeOut();
+      if (ndata + max > data.length || nlens + 4 > LENS) flushBatch();
       let len;
       if (typeof chunk === 'string') {
-        // No encoding makes more than 3 bytes of a UTF-16 unit.
-        const max = chunk.length * 3;
-        if (max > QUEUE_BYTES / 4) {
-          host.queue(k, null, 'o', [Buffer.from(chunk, encoding)]);
-          return;
-        }
-        if (ndata + max > data.length || nlens + 3 > lens.length) flushBatch();
-        len = data.write(chunk, ndata, encoding);
+        len = encoding === 'utf8' ? data.utf8Write(chunk, ndata) : data.write(chunk, ndata, encoding);
       } else {
         len = chunk.length;
-        if (len > QUEUE_BYTES / 4) {
-          host.queue(k, null, 'o', [chunk]);
-          return;
-        }
-        if (ndata + len > data.length || nlens + 3 > lens.length) flushBatch();
         data.set(chunk, ndata);
       }
       if (len === 0) return;
-      // (A flush for room above ended the event to extend: outAt is -1 then.)
-      if (outAt >= 0 && outAt === n - 1 && outKind === k && lens[outLen] + len <= OUT_MERGE) {
-        lens[outLen] += len;
-        ndata += len;
-        return;
+      // (Not after a string that may end in half a surrogate pair: each write alone gave
+      // U+FFFD for it, which the bytes already hold.)
+      if (outAt >= 0 && outAt === n - 1 && outKind === k && outCur + len <= OUT_MERGE) {
+        const was = (outAt << OPEN_BITS) | outCur;
+        if (Atomics.compareExchange(ctl, C_OPEN, was, was + len) === was) {
+          outCur += len;
+          lens[outLen] = outCur;
+          ndata += len;
+          return;
+        }
+        // A drain took the event as it was: these bytes start the next one.
       }
+      lens[nlens] = 0;
+      lens[nlens + 1] = 0;
+      lens[nlens + 2] = 1;
+      lens[nlens + 3] = len;
+      outLen = nlens + 3;
+      nlens += 4;
       ndata += len;
-      outAt = n;
-      outKind = k;
-      outLen = nlens + 2;
-      // No input, one part (events::Queued); the JSON text is a placeholder the native side
-      // does not store (an empty one would read as no event).
-      lens[nlens++] = 0;
-      lens[nlens++] = 1;
-      lens[nlens++] = len;
-      jsons.push('o');
       values[n] = k;
       codes[n] = K_QUEUED;
-      if (++n === BATCH) flushBatch();
+      if (len <= OUT_MERGE) {
+        outAt = n;
+        outKind = k;
+        outCur = len;
+        Atomics.store(ctl, C_OPEN, (n << OPEN_BITS) | len);
+      } else {
+        outAt = -1;
+      }
+      ctl[C_PUB] = ++n;
+      if (n === BATCH) flushBatch();
     };
     clockFor = (code) => (live) => {
       const v = live();
       if (on) {
         values[n] = v;
         codes[n] = code;
-        if (++n === BATCH) flushBatch();
+        ctl[C_PUB] = ++n;
+        if (n === BATCH) flushBatch();
       }
       return v;
     };
@@ -485,6 +602,7 @@ function install() {
       }
       rlimit = Infinity;
       rcount++;
+      rpub[0] = rcount;
       return rstep();
     };
     let every = FLUSH_MS;
@@ -598,9 +716,13 @@ function install() {
     };
   }
 
-  const nowClock = clockFor(K_NOW);
-  const dateClock = clockFor(K_DATE);
-  const perfClock = clockFor(K_PERF);
+  // Calls made while a hook module runs a real function (ev.busy) are not the program's:
+  // in replay that function does not run (a read served from the log), so neither do they.
+  // (Node's readFileSync calls fs.closeSync, which graceful-fs patches to read Date.now.)
+  const unlessBusy = (clock) => (live) => (ev !== null && ev.busy ? live() : clock(live));
+  const nowClock = unlessBusy(clockFor(K_NOW));
+  const dateClock = unlessBusy(clockFor(K_DATE));
+  const perfClock = unlessBusy(clockFor(K_PERF));
   const hrtimeClock = clockFor(K_HRTIME);
   const hrtimeBigClock = clockFor(K_HRTIME_BIG);
   const originClock = clockFor(K_ORIGIN);
@@ -671,7 +793,9 @@ function install() {
     globalThis.Date = ReplayDate;
     Math.random = {
       random() {
+        if (ev !== null && ev.busy) return realRandom();
         if (++rcount > rlimit) return randomSlow();
+        rpub[0] = rcount;
         return rstep();
       },
     }.random;
@@ -703,6 +827,28 @@ function install() {
     });
   } catch (e) {
     disable('installing the hooks', e);
+    return;
+  }
+
+  // Every new vm context gets the same clock and Math.random hooks (lib/vm.js).
+  try {
+    const mathRandom = Math.random;
+    let warned = false;
+    vmOff = require('./lib/vm.js').install(
+      {
+        now: () => nowClock(liveNow),
+        date: () => dateClock(liveNow),
+        random: () => mathRandom(),
+      },
+      (e) => {
+        if (warned) return;
+        warned = true;
+        const msg = e && e.message ? e.message : String(e);
+        process.stderr.write(`replay: a vm context runs without replay's hooks (${msg})\n`);
+      },
+    );
+  } catch (e) {
+    disable('installing the vm context hooks', e);
     return;
   }
 

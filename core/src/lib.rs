@@ -40,7 +40,7 @@ pub use format::{HeaderInfo, PayloadRef, TrailerInfo};
 pub use idle::IdleStats;
 pub use options::{Mode, Options, Order, Policy};
 pub use reader::{End, LogReader, Ordered};
-pub use recorder::{RecordConfig, Recorder};
+pub use recorder::{Appender, Held, RecordConfig, Recorder};
 pub use replayer::{ReplayConfig, Replayer};
 pub use report::Divergence;
 pub use session::{Core, Frontend, Stream, Verdict};

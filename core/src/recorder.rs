@@ -185,7 +185,12 @@ struct Inner {
     /// The program's exit status for the trailer ([`Recorder::set_exit_status`]);
     /// `NO_EXIT` when not known.
     exit_status: AtomicI64,
+    /// A front end's drain, run by the flusher before each round that writes everything
+    /// published ([`Recorder::on_round`]).
+    round_hook: Mutex<Option<RoundHook>>,
 }
+
+type RoundHook = Arc<dyn Fn() + Send + Sync>;
 
 const NO_EXIT: i64 = i64::MIN;
 
@@ -249,6 +254,7 @@ impl Recorder {
             flush_every: cfg.flush,
             dropped: AtomicU64::new(0),
             exit_status: AtomicI64::new(NO_EXIT),
+            round_hook: Mutex::new(None),
         });
         let rec = Recorder {
             inner: inner.clone(),
@@ -304,6 +310,31 @@ impl Recorder {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        // try_with: a C thread's own TLS destructors may still make calls after ours ran;
+        // such an event is dropped (and counted), never a panic across the FFI boundary.
+        let r = LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                *l = Some(self.new_local(None));
+            }
+            self.append(l.as_mut().unwrap(), seq, kind, site, digest, payload);
+        });
+        if r.is_err() {
+            self.inner.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The append itself, into `local`'s chunk (the stop check is the caller's).
+    #[inline]
+    fn append(
+        &self,
+        local: &mut Local,
+        seq: u64,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+        payload: PayloadRef<'_>,
+    ) {
         let (tag, value, errno, data) = match payload {
             PayloadRef::None => (0u8, 0u64, 0, None),
             PayloadRef::Int(v) => (1, v as u64, 0, None),
@@ -324,61 +355,49 @@ impl Recorder {
             }
             d => d,
         };
-        let dlen = data.map_or(0, |d| d.len());
         let rlen = match payload {
             PayloadRef::Record(r) => record_size(r),
             _ => 0,
         };
-        // try_with: a C thread's own TLS destructors may still make calls after ours ran;
-        // such an event is dropped (and counted), never a panic across the FFI boundary.
-        let r = LOCAL.try_with(|l| {
-            let mut l = l.borrow_mut();
-            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                *l = Some(self.new_local(None));
-            }
-            let local = l.as_mut().unwrap();
-            if local.len == local.chunk.events.len()
-                || local.data_len + dlen > local.chunk.data.len()
-                || (local.len > 0 && local.rec_bytes + rlen > MAX_DATA)
-            {
-                self.swap(local, dlen);
-            }
-            local.rec_bytes += rlen;
-            let c = &local.chunk;
-            let i = local.len;
-            if let Some(d) = data {
-                // SAFETY: [data_len, data_len + dlen) is within the arena (checked above) and
-                // not yet published, so no other thread reads it.
-                unsafe {
-                    let dst = c.data.as_ptr().add(local.data_len) as *mut u8;
-                    std::ptr::copy_nonoverlapping(d.as_ptr(), dst, dlen);
-                }
-            }
-            if let PayloadRef::Record(r) = payload {
-                c.records.lock().unwrap().push((i, r.clone()));
-            }
-            let ev = RawEvent {
-                seq,
-                digest: digest.unwrap_or(0),
-                value,
-                kind,
-                site,
-                errno,
-                data_off: local.data_len as u32,
-                data_len: dlen as u32,
-                tag: tag
-                    | if digest.is_some() { T_DIGEST } else { 0 }
-                    | if data.is_some() { T_DATA } else { 0 },
-            };
-            // SAFETY: slot i is below the chunk's capacity and above `committed`.
-            unsafe { (*c.events[i].get()).write(ev) };
-            local.len = i + 1;
-            local.data_len += dlen;
-            c.committed.store(i + 1, Ordering::Release);
-        });
-        if r.is_err() {
-            self.inner.dropped.fetch_add(1, Ordering::Relaxed);
+        let dlen = data.map_or(0, |d| d.len());
+        if local.len == local.chunk.events.len()
+            || local.data_len + dlen > local.chunk.data.len()
+            || (local.len > 0 && local.rec_bytes + rlen > MAX_DATA)
+        {
+            self.swap(local, dlen);
         }
+        local.rec_bytes += rlen;
+        let c = &local.chunk;
+        let i = local.len;
+        if let Some(d) = data {
+            // SAFETY: [data_len, data_len + dlen) is within the arena (checked above) and
+            // not yet published, so no other thread reads it.
+            unsafe {
+                let dst = c.data.as_ptr().add(local.data_len) as *mut u8;
+                std::ptr::copy_nonoverlapping(d.as_ptr(), dst, dlen);
+            }
+        }
+        if let PayloadRef::Record(r) = payload {
+            c.records.lock().unwrap().push((i, r.clone()));
+        }
+        let ev = RawEvent {
+            seq,
+            digest: digest.unwrap_or(0),
+            value,
+            kind,
+            site,
+            errno,
+            data_off: local.data_len as u32,
+            data_len: dlen as u32,
+            tag: tag
+                | if digest.is_some() { T_DIGEST } else { 0 }
+                | if data.is_some() { T_DATA } else { 0 },
+        };
+        // SAFETY: slot i is below the chunk's capacity and above `committed`.
+        unsafe { (*c.events[i].get()).write(ev) };
+        local.len = i + 1;
+        local.data_len += dlen;
+        c.committed.store(i + 1, Ordering::Release);
     }
 
     /// Records a `Record` event the caller hands over: the same event as [`Self::record`]
@@ -410,36 +429,47 @@ impl Recorder {
             if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
                 *l = Some(self.new_local(None));
             }
-            let local = l.as_mut().unwrap();
-            let rlen = record_size(&record);
-            if local.len == local.chunk.events.len()
-                || (local.len > 0 && local.rec_bytes + rlen > MAX_DATA)
-            {
-                self.swap(local, 0);
-            }
-            local.rec_bytes += rlen;
-            let c = &local.chunk;
-            let i = local.len;
-            c.records.lock().unwrap().push((i, record));
-            let ev = RawEvent {
-                seq,
-                digest: digest.unwrap_or(0),
-                value: 0,
-                kind,
-                site,
-                errno: 0,
-                data_off: local.data_len as u32,
-                data_len: 0,
-                tag: 6 | if digest.is_some() { T_DIGEST } else { 0 },
-            };
-            // SAFETY: slot i is below the chunk's capacity and above `committed`.
-            unsafe { (*c.events[i].get()).write(ev) };
-            local.len = i + 1;
-            c.committed.store(i + 1, Ordering::Release);
+            self.append_owned(l.as_mut().unwrap(), seq, kind, site, digest, record);
         });
         if r.is_err() {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    fn append_owned(
+        &self,
+        local: &mut Local,
+        seq: u64,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+        record: Record,
+    ) {
+        let rlen = record_size(&record);
+        if local.len == local.chunk.events.len()
+            || (local.len > 0 && local.rec_bytes + rlen > MAX_DATA)
+        {
+            self.swap(local, 0);
+        }
+        local.rec_bytes += rlen;
+        let c = &local.chunk;
+        let i = local.len;
+        c.records.lock().unwrap().push((i, record));
+        let ev = RawEvent {
+            seq,
+            digest: digest.unwrap_or(0),
+            value: 0,
+            kind,
+            site,
+            errno: 0,
+            data_off: local.data_len as u32,
+            data_len: 0,
+            tag: 6 | if digest.is_some() { T_DIGEST } else { 0 },
+        };
+        // SAFETY: slot i is below the chunk's capacity and above `committed`.
+        unsafe { (*c.events[i].get()).write(ev) };
+        local.len = i + 1;
+        c.committed.store(i + 1, Ordering::Release);
     }
 
     /// Records many `Int` events (site 0, no digest, no data) whose sequence numbers were
@@ -525,6 +555,34 @@ impl Recorder {
 
     fn register(&self, name: Option<&str>) {
         let _ = LOCAL.try_with(|l| *l.borrow_mut() = Some(self.new_local(name)));
+    }
+
+    /// Moves the calling thread's logical thread into an [`Appender`], which records as
+    /// that thread from whichever OS thread holds it. A front end that buffers a thread's
+    /// events on its own side uses it to get them to the log without that thread's
+    /// cooperation (drained by [`Recorder::on_round`] on the flusher thread). The calling
+    /// thread's own later appends (`record`) would make a new logical thread: such a front
+    /// end records all of that thread's events through the appender.
+    pub fn appender(&self) -> Appender {
+        let taken = LOCAL
+            .try_with(|l| l.borrow_mut().take())
+            .ok()
+            .flatten()
+            .filter(|x| x.gen == self.inner.gen);
+        let local = taken.unwrap_or_else(|| self.new_local(None));
+        Appender {
+            rec: self.clone(),
+            local: Mutex::new(local),
+        }
+    }
+
+    /// Runs `f` on the flusher thread before every round that writes all that was published
+    /// (at least once per flush interval, at a flush request and at close): a front end's
+    /// buffers that `f` drains through an [`Appender`] reach the disk in that same round.
+    /// `f` must not wait for the thread whose buffers it drains (that thread may be waiting
+    /// for the flusher): it skips a round instead. Replaces an earlier `f`.
+    pub fn on_round(&self, f: impl Fn() + Send + Sync + 'static) {
+        *self.inner.round_hook.lock().unwrap() = Some(Arc::new(f));
     }
 
     /// Gives the calling thread a stable name. Before its first event this makes it a new
@@ -673,6 +731,99 @@ impl Recorder {
     /// Events dropped because the log was closed or writing failed.
     pub fn dropped(&self) -> u64 {
         self.inner.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// Records as one logical thread from any OS thread, one at a time ([`Recorder::appender`]).
+pub struct Appender {
+    rec: Recorder,
+    local: Mutex<Local>,
+}
+
+impl Appender {
+    /// The recorder's global sequence counter ([`Recorder::seq_counter`]).
+    pub fn seq_counter(&self) -> &AtomicU64 {
+        self.rec.seq_counter()
+    }
+
+    /// [`Recorder::record_at`] as this appender's thread. Numbers must increase across calls.
+    pub fn record_at(
+        &self,
+        seq: u64,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+        payload: PayloadRef<'_>,
+    ) {
+        if self.rec.inner.hot.stopped.load(Ordering::Relaxed) {
+            self.rec.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let mut l = self.local.lock().unwrap_or_else(|p| p.into_inner());
+        self.rec.append(&mut l, seq, kind, site, digest, payload);
+    }
+
+    /// [`Recorder::record_owned_at`] as this appender's thread.
+    pub fn record_owned_at(
+        &self,
+        seq: u64,
+        kind: u32,
+        site: u32,
+        digest: Option<u64>,
+        record: Record,
+    ) {
+        if self.rec.inner.hot.stopped.load(Ordering::Relaxed) {
+            self.rec.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let mut l = self.local.lock().unwrap_or_else(|p| p.into_inner());
+        self.rec
+            .append_owned(&mut l, seq, kind, site, digest, record);
+    }
+
+    /// [`Recorder::record`] as this appender's thread: takes the next number now.
+    pub fn record(&self, kind: u32, site: u32, digest: Option<u64>, payload: PayloadRef<'_>) {
+        let seq = self.seq_counter().fetch_add(1, Ordering::Relaxed);
+        self.record_at(seq, kind, site, digest, payload);
+    }
+
+    /// The appender held for many appends (one lock for a batch, not one per event).
+    pub fn hold(&self) -> Held<'_> {
+        Held {
+            rec: &self.rec,
+            local: self.local.lock().unwrap_or_else(|p| p.into_inner()),
+        }
+    }
+}
+
+/// An [`Appender`] held by one OS thread ([`Appender::hold`]).
+pub struct Held<'a> {
+    rec: &'a Recorder,
+    local: std::sync::MutexGuard<'a, Local>,
+}
+
+impl Held<'_> {
+    /// [`Appender::record`]: takes the next number now.
+    #[inline]
+    pub fn record(&mut self, kind: u32, site: u32, digest: Option<u64>, payload: PayloadRef<'_>) {
+        if self.rec.inner.hot.stopped.load(Ordering::Relaxed) {
+            self.rec.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let seq = self.rec.inner.hot.seq.fetch_add(1, Ordering::Relaxed);
+        self.rec
+            .append(&mut self.local, seq, kind, site, digest, payload);
+    }
+
+    /// [`Appender::record_owned_at`] with the next number.
+    pub fn record_owned(&mut self, kind: u32, site: u32, digest: Option<u64>, record: Record) {
+        if self.rec.inner.hot.stopped.load(Ordering::Relaxed) {
+            self.rec.inner.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let seq = self.rec.inner.hot.seq.fetch_add(1, Ordering::Relaxed);
+        self.rec
+            .append_owned(&mut self.local, seq, kind, site, digest, record);
     }
 }
 
@@ -866,10 +1017,18 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
     };
     let mut last_live = Instant::now();
     loop {
+        // With a front end's drain, rounds come twice as often: an event waits up to a round
+        // in the front end's buffer, then is written by the next, so it still reaches the
+        // disk within one interval.
+        let every = if inner.round_hook.lock().unwrap().is_some() {
+            inner.flush_every / 2
+        } else {
+            inner.flush_every
+        };
         let (closing, requests, requested) = {
             let mut st = sig.state.lock().unwrap();
             if st.pending == 0 && !st.closing && st.flush_requests == st.flush_done {
-                let wait = inner.flush_every.saturating_sub(last_live.elapsed());
+                let wait = every.saturating_sub(last_live.elapsed());
                 st = sig.flusher.wait_timeout(st, wait).unwrap().0;
             }
             (
@@ -878,12 +1037,19 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
                 st.flush_requests != st.flush_done,
             )
         };
+        // Everything published reaches the disk at least once per flush interval.
+        let live = closing || requested || last_live.elapsed() >= every;
+        if live {
+            // Front-end buffers first, into this round (and before appends stop at close).
+            let hook = inner.round_hook.lock().unwrap().clone();
+            if let Some(hook) = hook {
+                hook();
+            }
+        }
         if closing {
             // Stop appends first so that the final round sees everything there will be.
             inner.hot.stopped.store(true, Ordering::Relaxed);
         }
-        // Everything published reaches the disk at least once per flush interval.
-        let live = closing || requested || last_live.elapsed() >= inner.flush_every;
         if live {
             last_live = Instant::now();
         }
@@ -1093,5 +1259,54 @@ mod owned_tests {
         }
         assert!(it.error().is_none(), "{:?}", it.error());
         assert_eq!(n, 300);
+    }
+}
+
+#[cfg(test)]
+mod appender_tests {
+    use super::*;
+    use crate::event::Payload;
+    use crate::reader::{LogReader, Ordered};
+
+    /// Events a front end buffers on its side reach the log through the flusher's round
+    /// hook, as the thread that made the appender (logical thread 0), in sequence order,
+    /// while that thread appends nothing itself; they are on disk before close.
+    #[test]
+    fn the_round_hook_drains_through_the_appender_as_the_opening_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.replay");
+        let r = Recorder::open(RecordConfig::for_test(p.clone())).unwrap();
+        let k = r.intern("clock");
+        let app = Arc::new(r.appender());
+        let buffered: Arc<Mutex<Vec<i64>>> = Arc::new(Mutex::new(Vec::new()));
+        {
+            let (app, buffered) = (app.clone(), buffered.clone());
+            r.on_round(move || {
+                for v in buffered.lock().unwrap().drain(..) {
+                    app.record(k, 0, None, PayloadRef::Int(v));
+                }
+            });
+        }
+        buffered.lock().unwrap().extend([1, 2, 3]);
+        // No flush request, no append by this thread: the flusher's rounds (20 ms here)
+        // write them.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut seen = 0;
+        while Instant::now() < deadline && seen < 3 {
+            std::thread::sleep(Duration::from_millis(30));
+            seen = Ordered::new(LogReader::open(&p).unwrap()).count();
+        }
+        assert_eq!(seen, 3, "the buffered events did not reach the disk");
+        buffered.lock().unwrap().push(4);
+        r.finish().unwrap();
+        let events: Vec<_> = Ordered::new(LogReader::open(&p).unwrap()).collect();
+        let values: Vec<_> = events
+            .iter()
+            .map(|e| (e.seq, e.thread, e.payload.clone()))
+            .collect();
+        let want: Vec<_> = (0..4)
+            .map(|i| (i as u64, 0u32, Payload::Int { value: i + 1 }))
+            .collect();
+        assert_eq!(values, want);
     }
 }

@@ -96,7 +96,11 @@ const ERRORS = { TypeError, RangeError, SyntaxError, ReferenceError, URIError, E
 
 // `x` is { json, bufs }, or the JSON text alone for a value without binary parts (what
 // evReplay returns for those: one object fewer per crossing).
-function decode(x) {
+// `top`: the replay entry point; a replayed Error's stack starts at its caller, as the real
+// error's did at the hook that called the real function (frames of the codec would be files
+// the recording's stack never had: a program's stack formatter reading source maps, as
+// jest's does, would then read other files than recorded).
+function decode(x, top) {
   const json = typeof x === 'string' ? x : x.json;
   const bufs = typeof x === 'string' ? NO_BUFS : x.bufs;
   // JSON.stringify writes a NUL as \u0000: text without one has no marker, and a reviver
@@ -111,6 +115,7 @@ function decode(x) {
       const info = v[E];
       const Ctor = ERRORS[info.name] || Error;
       const e = new Ctor(info.message);
+      if (top) Error.captureStackTrace(e, top);
       for (const k of Object.keys(info)) {
         if (k !== 'message' && k !== 'name') e[k] = info[k];
       }
@@ -127,10 +132,19 @@ function decode(x) {
 // Frames of the program (not of this package or Node's internals) for divergence reports.
 function stack() {
   // Console and stream internals can take the default 10 frames before the program's.
+  // V8's own format: a program's formatter (source-map-support, jest's, babel's) may read
+  // files, which would be calls of the program's own in the middle of a report.
   const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 40;
-  const text = new Error().stack;
-  Error.stackTraceLimit = limit;
+  const prepare = Error.prepareStackTrace;
+  let text;
+  try {
+    Error.stackTraceLimit = 40;
+    Error.prepareStackTrace = undefined;
+    text = new Error().stack;
+  } finally {
+    Error.stackTraceLimit = limit;
+    Error.prepareStackTrace = prepare;
+  }
   return String(text || '')
     .split('\n')
     .slice(1)
@@ -255,7 +269,7 @@ function create(native, host) {
         if (native.isLive()) host.wentLive();
         return LIVE;
       }
-      return decode(x);
+      return decode(x, ev.replay);
     } catch (e) {
       ev.fail('replay', e);
       return LIVE;

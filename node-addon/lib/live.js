@@ -1,13 +1,12 @@
 'use strict';
 // Replay: what the addon knowingly lets run live, counted for the core's reports (a
 // divergence report lists them, so the person sees where to look when every hooked call
-// replayed faithfully and the program still went another way): worker threads (the addon
-// does nothing in them), child processes (they run for real), and vm contexts (their own
-// Date and Math are not hooked). Counting costs nothing on the program's hot paths: a
-// diagnostics channel message per child or worker, a counter call per new context.
+// replayed faithfully and the program still went another way): child processes (they run
+// for real). vm contexts and worker threads get the hooks (lib/vm.js, index.js
+// installWorker). Counting costs nothing on the program's hot paths: a diagnostics channel
+// message per child.
 
 const dc = require('diagnostics_channel');
-const vm = require('vm');
 
 function install(native) {
   const count = (what) => () => {
@@ -33,20 +32,6 @@ function install(native) {
     }
   } catch (_) {
     // Without the binding, synchronous children go uncounted.
-  }
-  dc.subscribe('worker_threads', count('worker thread'));
-  const context = count('vm context');
-  for (const name of ['createContext', 'runInNewContext']) {
-    const real = vm[name];
-    if (typeof real !== 'function') continue;
-    const hook = {
-      [name](...args) {
-        context();
-        return Reflect.apply(real, this, args);
-      },
-    }[name];
-    Object.defineProperty(hook, 'length', { value: real.length, configurable: true });
-    vm[name] = hook;
   }
 }
 

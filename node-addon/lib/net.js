@@ -36,9 +36,13 @@
 //
 // Secrets: header values of Authorization, Proxy-Authorization, Cookie, Set-Cookie and the
 // names in REPLAY_REDACT (comma list) are replaced, in what is stored and in what writes are
-// checked against, by `[redacted sha256:<16 hex>]` of the live value: the log never holds the
-// secret, a replay with the same secret matches, another secret diverges. A replayed response
-// carries the placeholder in place of a recorded Set-Cookie value.
+// checked against, by `[redacted hmac:<key id>:<16 hex>]`: an HMAC-SHA256 of the live value
+// under a key that is not in the log (REPLAY_REDACT_KEY, else a random key kept 0600 in the
+// user's config dir, see redactKey), so a value cannot be found by guessing from the log
+// alone; a replay with the same key and secret matches, another secret diverges. Replay with
+// another key (another machine) cannot check the redacted values: it says so once and does
+// not check the writes that hold them. A replayed response carries the placeholder in place
+// of a recorded Set-Cookie value.
 //
 // TLS through a proxy tunnel (tls.connect({ socket }) over a connection recorded here, as
 // https-proxy-agent does): recorded above the encryption too, see tunnel() below.
@@ -50,6 +54,9 @@
 
 const net = require('net');
 const crypto = require('crypto');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
 const tls = require('tls');
 
 const CONN = Symbol('replay-node.net');
@@ -61,7 +68,63 @@ function like(hook, real) {
   return hook;
 }
 
-function redactor() {
+// The redaction key: REPLAY_REDACT_KEY (its UTF-8 bytes), else the key file
+// $XDG_CONFIG_HOME/replay/redact.key (~/.config/replay/redact.key), 32 random bytes made
+// 0600 at its first use. Read with ev.live: not an event of the program. Without either, a
+// key of this process only, said once: its placeholders can be checked by no replay.
+// Returns { key, id }: id names the key in the log (an HMAC of a constant: it tells keys
+// apart without telling anything about the key).
+function redactKey(ev) {
+  let key = null;
+  let why = null;
+  const env = process.env.REPLAY_REDACT_KEY;
+  if (env) {
+    key = Buffer.from(env, 'utf8');
+  } else {
+    const dir = path.join(process.env.XDG_CONFIG_HOME || path.join(os.homedir(), '.config'), 'replay');
+    const file = path.join(dir, 'redact.key');
+    try {
+      key = ev.live(() => {
+        try {
+          return fs.readFileSync(file);
+        } catch (e) {
+          if (e.code !== 'ENOENT') throw e;
+        }
+        fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+        const fresh = crypto.randomBytes(32);
+        try {
+          fs.writeFileSync(file, fresh, { flag: 'wx', mode: 0o600 });
+          return fresh;
+        } catch (e) {
+          // Made by another process meanwhile: theirs.
+          if (e.code === 'EEXIST') return fs.readFileSync(file);
+          throw e;
+        }
+      });
+      if (key.length < 16) throw new Error(`${file} holds ${key.length} bytes, fewer than 16`);
+    } catch (e) {
+      why = `${e.code || e.message}`;
+      key = null;
+    }
+  }
+  if (key === null) {
+    key = crypto.randomBytes(32);
+    notice(ev, `replay: no redaction key (${why}; set REPLAY_REDACT_KEY): redacted header values in this log cannot be checked by any replay\n`);
+  }
+  const id = crypto.createHmac('sha256', key).update('replay redaction key id').digest('hex').slice(0, 8);
+  return { key, id };
+}
+
+// One line of the addon on stderr, not the program's output (not recorded or compared).
+function notice(ev, line) {
+  try {
+    ev.live(() => fs.writeSync(2, line));
+  } catch (_) {
+    // stderr closed: nothing to tell it to.
+  }
+}
+
+function redactor(ev) {
   const names = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie'];
   for (const n of String(process.env.REPLAY_REDACT || '').split(',')) {
     const t = n.trim().toLowerCase();
@@ -70,8 +133,14 @@ function redactor() {
   const escaped = names.map((n) => n.replace(/[.*+^$|]/g, '\\$&'));
   // A header line: at the start of the bytes or after CRLF, up to the next CR.
   const re = new RegExp(`(^|\\r\\n)(${escaped.join('|')})(:[ \\t]*)([^\\r\\n]*)`, 'gi');
-  const mark = (value) =>
-    `[redacted sha256:${crypto.createHash('sha256').update(value, 'latin1').digest('hex').slice(0, 16)}]`;
+  // The key is looked up at the first redaction (a program without secret headers makes no
+  // key file).
+  let key = null;
+  const mark = (value) => {
+    if (key === null) key = redactKey(ev);
+    const tag = crypto.createHmac('sha256', key.key).update(value, 'latin1').digest('hex').slice(0, 16);
+    return `[redacted hmac:${key.id}:${tag}]`;
+  };
   // Whether a header line of those names may be in `buf`: a cheap look at each line start
   // (found by the native indexOf) with a first byte that can begin a name, comparing bytes,
   // instead of making a string of every chunk (a 64 KB body cost more than the rest of its
@@ -126,6 +195,29 @@ function redactor() {
   bytes.text = (s) => {
     re.lastIndex = 0;
     return re.test(s) ? replace(s) : s;
+  };
+  // The log gets the key's id as one event at the first write that holds a placeholder
+  // (record); replay reads it at the same write, and with another key its writes holding
+  // placeholders are not checked (`unchecked`). Writes only: replay redacts no reads.
+  bytes.unchecked = false;
+  let announced = false;
+  bytes.announce = () => {
+    if (announced || key === null) return;
+    announced = true;
+    const kind = ev.kind('node.redact.key');
+    if (ev.mode === 'record') {
+      ev.record(kind, null, { id: key.id });
+      return;
+    }
+    const rec = ev.replay(kind, null);
+    if (rec !== ev.LIVE && rec && rec.id !== key.id) {
+      bytes.unchecked = true;
+      notice(
+        ev,
+        `replay: the recording's redacted header values were made with another key (key ${rec.id}, this one ${key.id}): ` +
+          "writes holding them are replayed without checking those bytes (set REPLAY_REDACT_KEY to the recording's key to check them)\n",
+      );
+    }
   };
   return bytes;
 }
@@ -421,7 +513,7 @@ function secured(sock, info) {
 
 function install(ev) {
   const replaying = ev.mode === 'replay';
-  const redact = redactor();
+  const redact = redactor(ev);
   const P = net.Socket.prototype;
   // tls is loaded here, not on the first connection: https and undici look tls.connect up
   // on the module at each call, so it must be hooked before the program's first one.
@@ -557,7 +649,11 @@ function install(ev) {
     }
     if (c.kind < 0) c.kind = writeKind(c.req);
     if (red === null) red = text !== null ? redact.text(text) : redact(b).toString('latin1');
-    const input = `${c.cur} ${red}`;
+    // Replay with another key than recorded: a write holding a placeholder cannot be
+    // checked (its recorded digest covers the recorded tag), the others still are.
+    const marked = red.includes('[redacted hmac:');
+    if (marked) redact.announce();
+    const input = marked && redact.unchecked ? null : `${c.cur} ${red}`;
     if (!replaying) {
       ev.record(c.kind, input, null);
       return true;

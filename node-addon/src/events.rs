@@ -40,6 +40,15 @@ fn kinds() -> std::sync::MutexGuard<'static, Kinds> {
     KINDS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The kind id of code `code`, for the drain (no napi error off the JS thread).
+pub(crate) fn kind_of(code: u32) -> Result<u32, String> {
+    kinds()
+        .ids
+        .get(code as usize)
+        .copied()
+        .ok_or_else(|| format!("unknown event kind code {code}"))
+}
+
 fn kind_id(code: u32) -> Res<u32> {
     kinds()
         .ids
@@ -90,22 +99,45 @@ pub fn ev_record(
             return Err(err("ev_record called while replaying"));
         };
         let kind = kind_id(code)?;
+        if !crate::on_main(a) {
+            // A worker thread: its own logical thread.
+            let bytes;
+            let payload = if a.out_kinds.contains(&kind) {
+                bytes = bufs
+                    .iter()
+                    .flat_map(|b| b.iter().copied())
+                    .collect::<Vec<u8>>();
+                replay_core::PayloadRef::Bytes(&bytes)
+            } else {
+                let record = value_record(json, bufs.iter().map(|b| Bytes::copy_from_slice(b)));
+                rec.record_owned(kind, 0, input_digest(&input), record);
+                return Ok(());
+            };
+            a.core.record(kind, 0, None, payload);
+            return Ok(());
+        }
+        let g = crate::drain::lock();
+        let Some(app) = g.as_ref().and_then(|st| st.appender.as_ref()) else {
+            return Ok(());
+        };
         if a.out_kinds.contains(&kind) {
             // A large write to stdout/stderr (index.js): its bytes, as the core stores output.
             let bytes: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
-            a.core
-                .record(kind, 0, None, replay_core::PayloadRef::Bytes(&bytes));
+            app.record(kind, 0, None, replay_core::PayloadRef::Bytes(&bytes));
             return Ok(());
         }
         let record = value_record(json, bufs.iter().map(|b| Bytes::copy_from_slice(b)));
         // Handed over, not copied again: a body can be large.
-        rec.record_owned(kind, 0, input_digest(&input), record);
+        let seq = app
+            .seq_counter()
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        app.record_owned_at(seq, kind, 0, input_digest(&input), record);
         Ok(())
     })
 }
 
 /// The `Record` of a value: its JSON text and binary parts (see the module comment).
-fn value_record(json: String, bufs: impl ExactSizeIterator<Item = Bytes>) -> Record {
+pub(crate) fn value_record(json: String, bufs: impl ExactSizeIterator<Item = Bytes>) -> Record {
     let mut fields = Vec::with_capacity(1 + bufs.len());
     fields.push(Field {
         name: "json".into(),
@@ -118,138 +150,6 @@ fn value_record(json: String, bufs: impl ExactSizeIterator<Item = Bytes>) -> Rec
         });
     }
     Record { fields }
-}
-
-/// A queued event's value: a hook's (JSON text and parts), or the bytes of a write to
-/// stdout/stderr (an event of an output kind, whose one part is what was written).
-pub(crate) enum Value {
-    Record(Record),
-    Bytes(Bytes),
-}
-
-/// Events of [`ev_record`]'s shape that the JS side queued for one [`crate::record_batch`]
-/// crossing (a crossing with its argument conversions cost more than the rest of recording
-/// a socket chunk): event i's JSON text, and in `lens` its input's length in UTF-16 units
-/// plus one (0: no input), its number of binary parts and their lengths; the inputs one
-/// after another in `inputs`, each followed by a line feed, the parts in `data`.
-/// One string of inputs rather than an array of them: converting each element cost more
-/// than the rest of the crossing. The line feeds keep a surrogate at one input's end from
-/// pairing with the next input's start, so each input's UTF-8 bytes are those it has alone.
-pub(crate) struct Queued<'a> {
-    pub(crate) inputs: &'a str,
-    pub(crate) jsons: Vec<&'a str>,
-    pub(crate) lens: &'a [u32],
-    pub(crate) data: &'a [u8],
-    /// `data` as a shared view ([`crate::stage`]): the parts are slices of it, not copies.
-    pub(crate) shared: Option<Bytes>,
-}
-
-impl Queued<'_> {
-    /// Builds each queued event in order: `f(kind_id, digest, value)`; events of the
-    /// `output` kinds are their bytes. Checks the parts against `lens` and `data` before
-    /// anything is recorded, so a malformed queue records nothing of itself.
-    pub(crate) fn each(
-        self,
-        codes: impl Iterator<Item = u32>,
-        output: &[u32; 2],
-        mut f: impl FnMut(u32, Option<u64>, Value),
-    ) -> Res<()> {
-        let codes: Vec<u32> = codes.collect();
-        if codes.len() != self.jsons.len() {
-            return Err(err(format!(
-                "batch marks {} queued events, the queue holds {} values",
-                codes.len(),
-                self.jsons.len()
-            )));
-        }
-        // Checked whole before anything is recorded: a bad queue records none of it.
-        let (inputs, off) = cut(self.lens, self.inputs, codes.len()).map_err(err)?;
-        if off > self.data.len() {
-            return Err(err(format!(
-                "queued parts need {off} bytes, the queue holds {}",
-                self.data.len()
-            )));
-        }
-        let kinds: Vec<u32> = codes.iter().map(|&c| kind_id(c)).collect::<Res<_>>()?;
-        let (mut at, mut off) = (0usize, 0usize);
-        for ((kind, input), json) in kinds.into_iter().zip(inputs).zip(self.jsons) {
-            let n = self.lens[at + 1] as usize;
-            let parts = &self.lens[at + 2..at + 2 + n];
-            at += 2 + n;
-            let mut bufs = Vec::with_capacity(n);
-            for &l in parts {
-                let r = off..off + l as usize;
-                bufs.push(match &self.shared {
-                    Some(all) => all.slice(r),
-                    None => Bytes::copy_from_slice(&self.data[r]),
-                });
-                off += l as usize;
-            }
-            if output.contains(&kind) {
-                if let [b] = &bufs[..] {
-                    f(kind, None, Value::Bytes(b.clone()));
-                    continue;
-                }
-            }
-            let record = value_record(json.to_string(), bufs.into_iter());
-            f(
-                kind,
-                input.map(|i| digest(&[i.as_bytes()])),
-                Value::Record(record),
-            );
-        }
-        Ok(())
-    }
-}
-
-/// The inputs of `n` queued events (see [`Queued`]) and the bytes their parts take, or what
-/// is wrong with the queue. Without napi types: the unit tests cannot link them.
-fn cut<'a>(
-    lens: &[u32],
-    mut rest: &'a str,
-    n: usize,
-) -> Result<(Vec<Option<&'a str>>, usize), String> {
-    let (mut at, mut off) = (0usize, 0usize);
-    let mut inputs = Vec::with_capacity(n);
-    for _ in 0..n {
-        let head = lens.get(at..at + 2).ok_or("queued parts end early")?;
-        let (units, parts) = (head[0] as usize, head[1] as usize);
-        inputs.push(if units == 0 {
-            None
-        } else {
-            let len = utf8_len(rest, units - 1)
-                .filter(|&l| rest.as_bytes().get(l) == Some(&b'\n'))
-                .ok_or("queued inputs end early")?;
-            let input = &rest[..len];
-            rest = &rest[len + 1..];
-            Some(input)
-        });
-        let parts = lens
-            .get(at + 2..at + 2 + parts)
-            .ok_or("queued parts end early")?;
-        off += parts.iter().map(|&l| l as usize).sum::<usize>();
-        at += 2 + parts.len();
-    }
-    Ok((inputs, off))
-}
-
-/// The byte length of the first `units` UTF-16 code units of `s` (None if `s` is shorter).
-/// Each char is as many units in `s` as it was in the JS string: a lone surrogate became
-/// U+FFFD, one unit either way.
-fn utf8_len(s: &str, units: usize) -> Option<usize> {
-    let b = s.as_bytes();
-    // Inputs are mostly ASCII, where units are bytes.
-    if b.get(..units).is_some_and(|p| p.is_ascii()) {
-        return Some(units);
-    }
-    let mut left = units;
-    for (i, c) in s.char_indices() {
-        if left == 0 {
-            return Some(i);
-        }
-        left = left.checked_sub(c.len_utf16())?;
-    }
-    (left == 0).then_some(s.len())
 }
 
 /// Replays the next event of kind `code`, checked against `input`, through the core (which
@@ -371,42 +271,4 @@ fn value(e: &Event, kind: &str) -> Res<EvValue> {
         json: json.ok_or_else(bad)?,
         bufs,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn utf8_len_counts_utf16_units() {
-        assert_eq!(utf8_len("GET /\n", 5), Some(5));
-        // é is one unit and two bytes, 😀 two units and four bytes, U+FFFD (a lone
-        // surrogate's stand-in) one unit and three bytes.
-        assert_eq!(utf8_len("é😀\u{fffd}x\n", 5), Some(2 + 4 + 3 + 1));
-        assert_eq!(utf8_len("ab", 3), None);
-        assert_eq!(utf8_len("", 0), Some(0));
-    }
-
-    /// The inputs cut from the joined string are those the JS side queued (so each is
-    /// digested as replay digests it alone), and a queue that ends early is an error.
-    #[test]
-    fn queued_inputs_are_cut_by_their_lengths() {
-        let first = "net a é😀\r\nx";
-        let ins = format!("{first}\nb\n");
-        // UTF-16 lengths plus one: the first input, none, "b" with a part of 3 bytes.
-        let units = first.encode_utf16().count() as u32 + 1;
-        let lens = [units, 0, 0, 0, 2, 1, 3];
-        let (inputs, off) = cut(&lens, &ins, 3).unwrap();
-        assert_eq!(inputs, vec![Some(first), None, Some("b")]);
-        assert_eq!(off, 3);
-        assert_eq!(
-            cut(&[7, 0], "net a", 1).unwrap_err(),
-            "queued inputs end early"
-        );
-        assert_eq!(
-            cut(&[0, 2, 1], "", 1).unwrap_err(),
-            "queued parts end early"
-        );
-        assert_eq!(cut(&[0], "", 1).unwrap_err(), "queued parts end early");
-    }
 }

@@ -2,10 +2,12 @@
 //!
 //! `index.js` replaces `Date.now`, `Date`, `Math.random` and `performance.now` with hooks.
 //! Recording, a hook stores its value and a kind code into a `Float64Array`/`Uint8Array`
-//! pair on the JS side and hands the batch to [`record_batch`] every few thousand events
+//! pair over native memory and hands the batch to [`record_batch`] every few thousand events
 //! (crossing N-API per call would cost more than the call itself); the structured events of
-//! `lib/events.js` (files, sockets, completions) ride in the same batch, marked [`K_QUEUED`]
-//! in their place among the clock reads. Replay fetches a run of
+//! `lib/events.js` (files, sockets, completions) ride in the same batch, marked
+//! [`drain::K_QUEUED`] in their place among the clock reads. The core's flusher takes what
+//! was published in between, so nothing waits for the JS thread to reach the log
+//! (src/drain.rs); SIGTERM/SIGINT write everything before the process dies (src/signals.rs). Replay fetches a run of
 //! a kind's next values per crossing ([`replay_run`]) that the JS side serves call by call;
 //! a call with none left is reported at that call, values unused at exit go back to the core
 //! ([`replay_unread`]) and count as left over. `Math.random` is a generator seeded from the
@@ -31,9 +33,7 @@
 //! JS-side batch like the other queued events, compared in replay on the JS side against
 //! recorded bytes fetched in chunks, the core seeing every byte ([`Core::output`]).
 
-use napi::bindgen_prelude::{
-    BufferSlice, Float64Array, Function, FunctionRef, Uint32Array, Uint8Array,
-};
+use napi::bindgen_prelude::{BufferSlice, Float64Array, Function, FunctionRef, Uint8Array};
 use napi::Env;
 use napi_derive::napi;
 use replay_core::report::DivergenceKind;
@@ -44,14 +44,16 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread::ThreadId;
 
+mod drain;
 pub mod events;
 pub mod output;
+mod signals;
 mod stage;
 
 /// How a hook's values are stored: clock reads in whole milliseconds or nanoseconds are
 /// integers (the log stores integer deltas per kind compactly), the others doubles.
 #[derive(Clone, Copy, PartialEq)]
-enum Num {
+pub(crate) enum Num {
     Int,
     Float,
     /// A count: `node.Math.random`'s checkpoints (see [`record_random_seed`]).
@@ -62,7 +64,7 @@ enum Num {
 /// `process.hrtime` and `hrtime.bigint` are integer nanoseconds (exact below 2^53 ns, about
 /// 104 days of uptime); `performance.timeOrigin` is read once at start. `Math.random` is not
 /// one event per call: its batch entries are checkpoints (the number of calls so far).
-const KINDS: [(&str, Num); 7] = [
+const KINDS: [(&str, Num); 8] = [
     ("node.Date.now", Num::Int),
     ("node.Date", Num::Int),
     ("node.Math.random", Num::Uint),
@@ -70,10 +72,12 @@ const KINDS: [(&str, Num); 7] = [
     ("node.process.hrtime", Num::Int),
     ("node.process.hrtime.bigint", Num::Int),
     ("node.performance.timeOrigin", Num::Float),
+    // A worker thread's Math.random: each value (workers record per call, see `worker_start`).
+    ("node.Math.random.value", Num::Float),
 ];
 
 /// `Math.random`'s code in [`KINDS`].
-const K_RANDOM: usize = 2;
+pub(crate) const K_RANDOM: usize = 2;
 
 pub(crate) struct Active {
     pub(crate) core: Core,
@@ -118,12 +122,108 @@ pub(crate) fn active() -> Res<Option<&'static Active>> {
     if a.done.load(Ordering::Relaxed) {
         return Ok(None);
     }
-    if std::thread::current().id() != a.thread {
+    if std::thread::current().id() != a.thread && !WORKER.get() {
         return Err(err(
-            "called from a thread other than the one that started the session (only the main JS thread records)",
+            "called from a thread other than the one that started the session (only the main JS thread and worker threads that started records)",
         ));
     }
     Ok(Some(a))
+}
+
+thread_local! {
+    /// This thread is a worker thread that joined the session ([`worker_start`]).
+    static WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Its stack function (lib/events.js `stack`), for divergence reports. Never released:
+    /// the worker's environment may be gone by the time the thread's locals are.
+    static WORKER_STACK: std::cell::RefCell<Option<std::mem::ManuallyDrop<FunctionRef<(), String>>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Whether the calling thread is the session's main JS thread (its events go through the
+/// drain's appender; a worker's through its own logical thread).
+pub(crate) fn on_main(a: &Active) -> bool {
+    std::thread::current().id() == a.thread
+}
+
+// ---- worker threads ----------------------------------------------------------------------
+//
+// A worker thread runs index.js too (workers inherit --require); it joins the session as a
+// logical thread of its own named `worker N` (N: its threadId, given in creation order, so
+// replay binds each worker to the recorded thread of the same name). Workers are rarer and
+// less hot than the main thread: their hooks cross per call, and each Math.random value is
+// an event (`node.Math.random.value`). Events of lib/events.js (fs reads, completions) go
+// through the same `ev_*` functions, recorded on the worker's own thread.
+
+/// Joins the calling worker thread to the session as logical thread `name`; returns the
+/// mode (`"record"`, `"replay"`, or `"off"` when there is no session).
+#[napi]
+pub fn worker_start(name: String, stack: Function<(), String>) -> Res<String> {
+    guarded(|| {
+        let stack = stack.create_ref()?;
+        WORKER_STACK.with(|w| *w.borrow_mut() = Some(std::mem::ManuallyDrop::new(stack)));
+        let Some(Some(a)) = ACTIVE.get() else {
+            return Ok("off".into());
+        };
+        if a.done.load(Ordering::Relaxed) || on_main(a) {
+            return Ok("off".into());
+        }
+        a.core.name_thread(&name);
+        WORKER.set(true);
+        Ok(if a.core.mode() == Mode::Record {
+            "record".into()
+        } else {
+            "replay".into()
+        })
+    })
+}
+
+/// Record, on a worker: hook `code` returned `value`.
+#[napi]
+pub fn worker_record(code: u32, value: f64) -> Res<()> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(()) };
+        let Some(&(_, num)) = KINDS.get(code as usize) else {
+            return Err(err(format!("unknown hook code {code}")));
+        };
+        let payload = match num {
+            Num::Int => PayloadRef::Int(value as i64),
+            Num::Float => PayloadRef::Float(value),
+            Num::Uint => PayloadRef::Uint(value as u64),
+        };
+        a.core.record(a.kinds[code as usize], 0, None, payload);
+        Ok(())
+    })
+}
+
+/// Replay, on a worker: the value of hook `code`'s next call, NaN when the call is not
+/// replayed (gone live, or a divergence: then [`stop_code`] may say stop).
+#[napi]
+pub fn worker_replay(env: &Env, code: u32) -> Res<f64> {
+    guarded(|| {
+        let Some(a) = active()? else {
+            return Ok(f64::NAN);
+        };
+        let Some(&kind) = a.kinds.get(code as usize) else {
+            return Err(err(format!("unknown hook code {code}")));
+        };
+        Ok(
+            match apply(a.core.replay(kind, 0, None, &|| js_stack(env))) {
+                Some(e) => value_of(&e, code),
+                None => f64::NAN,
+            },
+        )
+    })
+}
+
+/// Ends the process after a stop verdict given on a worker (exiting a worker thread would
+/// end only the worker); the report is written already.
+#[napi]
+pub fn worker_stop() {
+    let code = STOP.load(Ordering::Relaxed);
+    if code != 0 {
+        // SAFETY: _exit ends the process at once; nothing of this replay needs writing.
+        unsafe { libc::_exit(code) };
+    }
 }
 
 /// Starts the session from the `REPLAY_*` environment variables and returns the mode:
@@ -169,6 +269,14 @@ static STACK: OnceLock<FunctionRef<(), String>> = OnceLock::new();
 /// The program's JS frames at the current call, for a divergence report (called only when
 /// there is one: building a stack costs microseconds).
 pub(crate) fn js_stack(env: &Env) -> Option<String> {
+    if WORKER.get() {
+        // A worker's own function: a reference is usable only in the environment that made it.
+        return WORKER_STACK.with(|w| {
+            let w = w.borrow();
+            let f = w.as_ref()?.borrow_back(env).ok()?;
+            f.call(()).ok().filter(|s| !s.is_empty())
+        });
+    }
     let f = STACK.get()?.borrow_back(env).ok()?;
     f.call(()).ok().filter(|s| !s.is_empty())
 }
@@ -181,11 +289,14 @@ fn open(node_version: &str, program: &str, argv: &[String]) -> Option<Active> {
             return None;
         }
     };
-    // REPLAY_REDACT is Node-only (read by lib/net.js), not a core option.
-    for (k, _) in unknown.into_iter().filter(|(k, _)| k != "REPLAY_REDACT") {
+    // REPLAY_REDACT and REPLAY_REDACT_KEY are Node-only (read by lib/net.js), not core options.
+    for (k, _) in unknown
+        .into_iter()
+        .filter(|(k, _)| k != "REPLAY_REDACT" && k != "REPLAY_REDACT_KEY")
+    {
         eprintln!(
             "replay: ignoring unknown variable {k} (known: REPLAY_MODE, REPLAY_LOG, REPLAY_POLICY, REPLAY_ORDER, \
-             REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_COMPRESS, REPLAY_VERIFY_OUTPUT, REPLAY_REDACT)"
+             REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_COMPRESS, REPLAY_VERIFY_OUTPUT, REPLAY_REDACT, REPLAY_REDACT_KEY)"
         );
     }
     let mode = options.mode;
@@ -221,6 +332,18 @@ fn open(node_version: &str, program: &str, argv: &[String]) -> Option<Active> {
     };
     let kinds = KINDS.map(|(name, _)| core.intern(name));
     let out_kinds = OUTPUT_KINDS.map(|name| core.intern(name));
+    if let Session::Record(rec) = &core.session {
+        // Everything this thread records goes through the appender, which the flusher also
+        // drains the JS side's buffer with (src/drain.rs).
+        let nums = KINDS
+            .iter()
+            .zip(kinds)
+            .map(|((_, n), id)| (id, *n))
+            .collect();
+        drain::start(rec.appender(), nums, out_kinds);
+        rec.on_round(drain::on_round);
+        signals::install(rec.clone());
+    }
     Some(Active {
         core,
         kinds,
@@ -311,10 +434,6 @@ pub fn ran_live(what: String) -> Res<()> {
     })
 }
 
-/// Marks a batch entry as the next event of `lib/events.js`'s queue ([`events::Queued`]);
-/// its value is the event's kind code ([`events::ev_kind`]).
-const K_QUEUED: u8 = 255;
-
 /// The index of a free staging block ([`stage`]) for `index.js`'s queue, or -1 when all
 /// are held (the queue then uses a Buffer of its own, copied at the crossing).
 #[napi]
@@ -337,103 +456,49 @@ pub fn stage_block(env: &Env, i: u32) -> Res<Option<BufferSlice<'_>>> {
         // SAFETY: the block's memory is never freed (see `stage`), so the Buffer may live as
         // long as the process; nothing to finalize.
         let b = unsafe { BufferSlice::from_external(env, ptr, stage::BLOCK_BYTES, (), |_, _| {}) }?;
-        Ok(Some(b))
+        // A runtime that copies external memory gives a Buffer the flusher cannot read: the
+        // JS side then uses a Buffer of its own (whose events only it hands over).
+        Ok(std::ptr::eq(b.as_ptr(), ptr).then_some(b))
     })
 }
 
-/// Records the first `n` events of a batch: `values[i]` is what hook `kinds[i]` returned,
-/// or for a [`K_QUEUED`] entry the kind code of the next event of the queue `inputs` (the
-/// inputs, each followed by a line feed), `jsons` (the JSON texts joined by line feeds), `lens[..nlens]` and `data[..ndata]`
-/// ([`events::Queued`]). `data` is staging block `block` when `block` is not -1: the
-/// events then share its bytes. Returns the block the queue uses next ([`stage_next`]).
+/// The shared region of `index.js`'s event buffer (src/drain.rs), as a Buffer over its
+/// memory; null after the first call, or when this runtime copies external memory (the
+/// buffer would not be shared then: JS reports it and records nothing).
 #[napi]
-#[allow(clippy::too_many_arguments)]
-pub fn record_batch(
-    values: Float64Array,
-    kinds: Uint8Array,
-    n: u32,
-    inputs: Option<String>,
-    jsons: Option<String>,
-    lens: Option<Uint32Array>,
-    nlens: Option<u32>,
-    data: Option<BufferSlice>,
-    ndata: Option<u32>,
-    block: Option<i32>,
-) -> Res<i32> {
+pub fn shared_region(env: &Env) -> Res<Option<BufferSlice<'_>>> {
+    guarded(|| {
+        static GIVEN: AtomicBool = AtomicBool::new(false);
+        if GIVEN.swap(true, Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let ptr = drain::region();
+        // SAFETY: the region is never freed (drain::region), so the Buffer may live as long
+        // as the process; nothing to finalize.
+        let b =
+            unsafe { BufferSlice::from_external(env, ptr, drain::REGION_BYTES, (), |_, _| {}) }?;
+        Ok(std::ptr::eq(b.as_ptr(), ptr).then_some(b))
+    })
+}
+
+/// Hands over the batch: records the events `index.js` published and the flusher has not
+/// taken yet, the first `n` in all (src/drain.rs), and starts the buffer over. `data` is
+/// the queue's own Buffer when it is not writing a staging block. Returns the staging block
+/// the queue uses next ([`stage_next`]).
+#[napi]
+pub fn record_batch(n: u32, data: Option<BufferSlice>) -> Res<i32> {
     guarded(|| {
         let Some(a) = active()? else {
             return Ok(-1);
         };
-        let Session::Record(rec) = &a.core.session else {
+        let Session::Record(_) = &a.core.session else {
             return Err(err("record_batch called while replaying"));
         };
-        let n = n as usize;
-        let (values, codes) = (&values[..], &kinds[..]);
-        if n > values.len() || n > codes.len() {
-            return Err(err(format!(
-                "batch of {n} events exceeds its buffers ({} values, {} kinds)",
-                values.len(),
-                codes.len()
-            )));
-        }
-        if let Some(bad) = codes[..n]
-            .iter()
-            .find(|&&c| c as usize >= KINDS.len() && c != K_QUEUED)
-        {
-            return Err(err(format!("unknown hook code {bad} in a batch")));
-        }
-        let queued = (values[..n].iter().zip(&codes[..n]))
-            .filter(|(_, &c)| c == K_QUEUED)
-            .map(|(&v, _)| v as u32);
-        let mut records = Vec::new();
-        let (lens, data) = (
-            lens.as_deref().unwrap_or(&[]),
-            data.as_deref().unwrap_or(&[]),
-        );
-        let nlens = (nlens.unwrap_or(0) as usize).min(lens.len());
-        let ndata = (ndata.unwrap_or(0) as usize).min(data.len());
-        let shared = match block {
-            Some(b) if b >= 0 && ndata > 0 => stage::share(b as usize, data, ndata),
-            _ => None,
-        };
-        events::Queued {
-            inputs: inputs.as_deref().unwrap_or(""),
-            // No JSON text is empty: an empty string is no events, not one.
-            jsons: match jsons.as_deref() {
-                None | Some("") => Vec::new(),
-                Some(j) => j.split('\n').collect(),
-            },
-            lens: &lens[..nlens],
-            data: &data[..ndata],
-            shared,
-        }
-        .each(queued, &a.out_kinds, |kind, digest, value| {
-            records.push((kind, digest, value))
-        })?;
-        let mut records = records.into_iter();
-        // One block of numbers for the batch: safe because only this thread records (see the
-        // crate comment), and the events go in with the numbers in their order of happening.
-        let first = rec.seq_counter().fetch_add(n as u64, Ordering::Relaxed);
-        for (i, (&v, &c)) in values[..n].iter().zip(&codes[..n]).enumerate() {
-            if c == K_QUEUED {
-                match records.next() {
-                    Some((kind, digest, events::Value::Record(record))) => {
-                        rec.record_owned_at(first + i as u64, kind, 0, digest, record)
-                    }
-                    // A write to stdout/stderr: its bytes, as the core stores output.
-                    Some((kind, _, events::Value::Bytes(b))) => {
-                        rec.record_at(first + i as u64, kind, 0, None, PayloadRef::Bytes(&b))
-                    }
-                    None => {}
-                }
-                continue;
-            }
-            let payload = match KINDS[c as usize].1 {
-                Num::Int => PayloadRef::Int(v as i64),
-                Num::Float => PayloadRef::Float(v),
-                Num::Uint => PayloadRef::Uint(v as u64),
-            };
-            rec.record_at(first + i as u64, a.kinds[c as usize], 0, None, payload);
+        let mut g = drain::lock();
+        if let Some(st) = g.as_mut() {
+            let r = st.consume((n as usize).min(drain::SLOTS), data.as_deref());
+            st.reset();
+            r.map_err(err)?;
         }
         Ok(next_block())
     })
@@ -538,10 +603,12 @@ pub fn is_live() -> Res<bool> {
 pub fn record_random_seed(seed: Uint8Array) -> Res<()> {
     guarded(|| {
         let Some(a) = active()? else { return Ok(()) };
-        let Session::Record(rec) = &a.core.session else {
+        let Session::Record(_) = &a.core.session else {
             return Err(err("record_random_seed called while replaying"));
         };
-        rec.record(a.kinds[K_RANDOM], 0, None, PayloadRef::Bytes(&seed));
+        if let Some(app) = drain::lock().as_ref().and_then(|st| st.appender.as_ref()) {
+            app.record(a.kinds[K_RANDOM], 0, None, PayloadRef::Bytes(&seed));
+        }
         Ok(())
     })
 }
@@ -711,7 +778,7 @@ fn value_of(event: &Event, code: u32) -> f64 {
 }
 
 /// The session's flush interval (`REPLAY_FLUSH`) in milliseconds, which `index.js` also
-/// hands its batch over by: an event is in the log within about twice this.
+/// hands its batch over by; an event is in the log within this either way (src/drain.rs).
 #[napi]
 pub fn flush_ms() -> Res<u32> {
     guarded(|| {

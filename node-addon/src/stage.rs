@@ -3,10 +3,10 @@
 //! instead of twice (into the staging buffer, then out of it into a `Vec` per field: for a
 //! recorded 64 KB http body the second copy, into fresh memory, cost as much as the first).
 //!
-//! The protocol, all on the JS main thread (the only thread that records, see the crate
-//! comment): JS writes into the block [`next`] handed it, and only into that one; at the
-//! crossing [`share`] turns the block's written bytes into [`Bytes`] views, and the crossing
-//! hands JS the next free block. A block is free when no view of it is left (the flusher drops
+//! The protocol: JS writes into the block [`next`] handed it, and only into that one, past
+//! what it published; the drain (src/drain.rs, on the JS thread at a crossing or on the
+//! flusher) turns published bytes into [`Bytes`] views ([`held`]), and each crossing hands
+//! JS the next free block. A block is free when no view of it is left (the flusher drops
 //! the views once the events are encoded). So JS never writes bytes that a view covers.
 //!
 //! Blocks are allocated once and never freed: a JS Buffer over one may live until the
@@ -83,17 +83,14 @@ pub(crate) fn expose(i: usize) -> Option<*mut u8> {
     (!b.exposed.swap(true, Ordering::Relaxed)).then_some(b.ptr)
 }
 
-/// If `data` is block `i`'s memory (JS's Buffer over it, not a copy some runtimes make of
-/// external memory), a view of its first `n` bytes that the events' fields slice.
-pub(crate) fn share(i: usize, data: &[u8], n: usize) -> Option<Bytes> {
+/// A view of all of block `i` (the drain reads the published part of the block JS is
+/// writing: JS writes only past what it published, see `drain`).
+pub(crate) fn held(i: usize) -> Option<Bytes> {
     let blocks = BLOCKS.lock().unwrap_or_else(|p| p.into_inner());
     let b = blocks.get(i)?;
-    if !std::ptr::eq(b.ptr, data.as_ptr()) || data.len() != BLOCK_BYTES || n > BLOCK_BYTES {
-        return None;
-    }
     Some(Bytes::from_owner(Held {
         block: b.clone(),
-        len: n,
+        len: BLOCK_BYTES,
     }))
 }
 
@@ -109,7 +106,7 @@ mod tests {
         // SAFETY: block i is free and this test is its only user.
         let data = unsafe { std::slice::from_raw_parts_mut(mem, BLOCK_BYTES) };
         data[..3].copy_from_slice(b"abc");
-        let view = share(i, data, 3).unwrap();
+        let view = held(i).unwrap();
         let part = view.slice(1..3);
         drop(view);
         assert_eq!(&part[..], b"bc");
@@ -117,8 +114,5 @@ mod tests {
         assert_ne!(i, j, "a block with a live view was handed out");
         drop(part);
         assert_eq!(next(), Some(i.min(j)));
-        // Not the block's memory (a copy): no view.
-        let copy = data.to_vec();
-        assert!(share(i, &copy, 3).is_none());
     }
 }

@@ -19,12 +19,21 @@ function tmpdir(name = 'replay-node-test') {
   return fs.mkdtempSync(path.join(base, `${name}-`));
 }
 
+// The user's config dir of the children (lib/net.js keeps its redaction key there): one of
+// this test process, never the real one.
+let configDir = null;
+function testConfig() {
+  if (configDir === null) configDir = tmpdir('config');
+  return configDir;
+}
+
 // The environment of a child: ours without any REPLAY_* (the test sets what it means).
 function cleanEnv(extra) {
   const env = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (!k.startsWith('REPLAY_') && k !== 'NODE_OPTIONS' && k !== 'NODE_TEST_CONTEXT') env[k] = v;
   }
+  env.XDG_CONFIG_HOME = testConfig();
   return Object.assign(env, extra);
 }
 

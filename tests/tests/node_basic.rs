@@ -265,7 +265,8 @@ fn bad_options_and_missing_logs_leave_the_program_running_live() {
         "{lines:?}"
     );
 
-    // A worker thread loads the package too (--require applies to workers) and runs live.
+    // A worker thread loads the package too (--require applies to workers): its Math.random
+    // is an event of its own logical thread (tests/node/worker.test.js covers the rest).
     let worker = dir.path().join("worker.js");
     std::fs::write(
         &worker,
@@ -279,9 +280,10 @@ fn bad_options_and_missing_logs_leave_the_program_running_live() {
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "worker number true\n");
     let events = kinds(&log);
-    // The main thread's Date.now and its one line of output.
-    assert_eq!(events.len(), 2, "{events:?}");
-    assert_eq!(events[1].0, "output.stdout", "{events:?}");
+    // The worker's Math.random value, the main thread's Date.now and its one line of output.
+    assert_eq!(events.len(), 3, "{events:?}");
+    assert_eq!(events[0].0, "node.Math.random.value", "{events:?}");
+    assert_eq!(events[2].0, "output.stdout", "{events:?}");
     let rep = node(&pkg, "replay", &log, &worker);
     assert_eq!(rep.code(), 0, "{}", rep.stderr);
     assert_eq!(rep.stdout_text(), "worker number true\n");

@@ -1,0 +1,148 @@
+'use strict';
+// Crash safety: a recording killed with SIGKILL at a random moment holds every event older
+// than one flush interval, even while the JS thread never yields (no timer can run); a
+// SIGTERM/SIGINT the program has no handler for writes everything, and the process still
+// ends by the signal as it would without replay.
+const { test } = require('node:test');
+const assert = require('node:assert');
+const { spawn, spawnSync } = require('child_process');
+const path = require('path');
+const { PKG, tmpdir, script, cleanEnv, cli, runNode } = require('./harness.js');
+
+const FLUSH_MS = 100;
+const RUNS = 10;
+
+// Prints each clock read as it happens (fs.writeSync: unbuffered). `sync`: the loop never
+// returns to the event loop (it sleeps in Atomics.wait); else it sleeps with setTimeout.
+const LOOP = `
+const fs = require('fs');
+const sync = process.argv[2] === 'sync';
+const cell = new Int32Array(new SharedArrayBuffer(4));
+let i = 0;
+function step() {
+  const t = Date.now();
+  fs.writeSync(1, t + ' ' + Math.random().toFixed(6) + '\\n');
+  i++;
+  return 3 + (i % 7);
+}
+if (sync) {
+  for (;;) Atomics.wait(cell, 0, 0, step());
+} else {
+  const again = () => setTimeout(again, step());
+  again();
+}
+`;
+
+// The values of the log's node.Date.now events, in order (read from a cut log too).
+function recordedNows(log) {
+  const r = spawnSync(cli(), ['dump', '--json', log], { encoding: 'utf8', maxBuffer: 256 << 20 });
+  assert.ok(r.status === 0 || r.status === 1, `replay dump failed (${r.status}): ${r.stderr}`);
+  const out = [];
+  for (const line of r.stdout.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const e = JSON.parse(line);
+    if (e.kind === 'node.Date.now') out.push(e.payload.value);
+  }
+  return out;
+}
+
+// Runs the loop under record, sends `signal` after `afterMs` ms of output; resolves to
+// { code, signal, printed: the times printed }.
+function recordAndSignal(log, app, mode, signal, afterMs) {
+  return new Promise((resolve, reject) => {
+    const env = cleanEnv({ REPLAY_MODE: 'record', REPLAY_LOG: log, REPLAY_FLUSH: `${FLUSH_MS}ms` });
+    const child = spawn(process.execPath, ['--require', PKG, app, mode], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    let armed = false;
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (!armed) {
+        armed = true;
+        setTimeout(() => child.kill(signal), afterMs);
+      }
+    });
+    child.stderr.on('data', (d) => (err += d));
+    const guard = setTimeout(() => child.kill('SIGKILL'), 20000);
+    child.on('error', reject);
+    child.on('close', (code, sig) => {
+      clearTimeout(guard);
+      const printed = out.split('\n').filter((l) => l).map((l) => Number(l.split(' ')[0]));
+      resolve({ code, signal: sig, printed, stdout: out, stderr: err });
+    });
+  });
+}
+
+for (const mode of ['sync', 'async']) {
+  test(`SIGKILL at random moments loses at most one flush interval (${mode} loop)`, { skip: !cli() && 'no replay CLI built' }, async (t) => {
+    const d = tmpdir('crash');
+    const app = script(d, 'loop.js', LOOP);
+    const losses = [];
+    for (let run = 0; run < RUNS; run++) {
+      const log = path.join(d, `kill-${mode}-${run}.replay`);
+      const r = await recordAndSignal(log, app, mode, 'SIGKILL', 250 + Math.floor(Math.random() * 900));
+      assert.strictEqual(r.signal, 'SIGKILL', r.stderr);
+      assert.ok(r.printed.length > 10, `too few lines before the kill: ${r.stdout}`);
+      const nows = recordedNows(log);
+      assert.ok(nows.length > 0, `run ${run}: the killed recording holds no clock read`);
+      // The recorded reads are the printed ones, in order (nothing made up, nothing skipped).
+      assert.deepStrictEqual(nows, r.printed.slice(0, nows.length), `run ${run}`);
+      const lost = r.printed[r.printed.length - 1] - nows[nows.length - 1];
+      losses.push(lost);
+    }
+    // The printed time of the last line and the last recorded read: what the kill lost.
+    const worst = Math.max(...losses);
+    t.diagnostic(`ms lost per kill: ${losses.join(' ')}`);
+    assert.ok(worst <= FLUSH_MS, `lost up to ${worst} ms of ${mode} events with flush=${FLUSH_MS}ms: ${losses.join(' ')}`);
+  });
+}
+
+for (const [signal, status] of [['SIGTERM', 143], ['SIGINT', 130]]) {
+  test(`${signal} without a handler writes the whole log and still ends the process by the signal`, { skip: !cli() && 'no replay CLI built' }, async () => {
+    const d = tmpdir('signal');
+    const app = script(d, 'loop.js', LOOP);
+    for (let run = 0; run < RUNS; run++) {
+      const mode = run % 2 === 0 ? 'sync' : 'async';
+      const log = path.join(d, `${signal}-${run}.replay`);
+      const r = await recordAndSignal(log, app, mode, signal, 150 + Math.floor(Math.random() * 400));
+      assert.strictEqual(r.signal, signal, `run ${run}: ${r.stderr}`);
+      assert.strictEqual(r.stderr, '');
+      const v = spawnSync(cli(), ['verify', log], { encoding: 'utf8' });
+      assert.strictEqual(v.status, 0, `run ${run}: the log is not complete: ${v.stdout}${v.stderr}`);
+      // Every read the program printed before the signal is in the log, and no other: the
+      // program runs on for the moment the log takes to close (its reads then are after the
+      // signal, and are not recorded).
+      const nows = recordedNows(log);
+      assert.ok(nows.length > 0, `run ${run}: no read recorded`);
+      assert.deepStrictEqual(nows, r.printed.slice(0, nows.length), `run ${run}`);
+      const after = r.printed[r.printed.length - 1] - nows[nows.length - 1];
+      // (About a millisecond; a loaded machine may hold the dying process longer.)
+      assert.ok(after <= FLUSH_MS, `run ${run}: reads of the last ${after} ms before the signal took effect are not in the log`);
+      const info = spawnSync(cli(), ['info', log], { encoding: 'utf8' });
+      assert.match(info.stdout, new RegExp(`^exit:\\s+${status}$`, 'm'), info.stdout);
+      if (run < 2) {
+        // Replay serves every recorded read and prints what the recording printed with
+        // them, then says where the recording ends (the signal does not come by itself).
+        const rep = runNode('replay', log, app, { args: [mode], timeout: 20000 });
+        const lines = (out) => out.split('\n').slice(0, nows.length).join('\n');
+        assert.strictEqual(lines(rep.stdout), lines(r.stdout), `run ${run}: ${rep.stderr}`);
+        assert.match(rep.stderr, /ran out|ends at/, rep.stderr);
+        assert.notStrictEqual(rep.code, 0, rep.stderr);
+      }
+    }
+  });
+}
+
+test('a program with its own SIGTERM handler keeps it, and its exit completes the log', { skip: !cli() && 'no replay CLI built' }, async () => {
+  const d = tmpdir('signal-own');
+  const app = script(d, 'own.js', `process.on('SIGTERM', () => { console.log('bye', Date.now()); process.exit(3); });\n${LOOP}`);
+  const log = path.join(d, 'own.replay');
+  const r = await recordAndSignal(log, app, 'async', 'SIGTERM', 200);
+  assert.strictEqual(r.code, 3, r.stderr);
+  assert.match(r.stdout, /^bye \d+$/m);
+  const v = spawnSync(cli(), ['verify', log], { encoding: 'utf8' });
+  assert.strictEqual(v.status, 0, v.stdout + v.stderr);
+  const nows = recordedNows(log);
+  const bye = Number(/^bye (\d+)$/m.exec(r.stdout)[1]);
+  assert.strictEqual(nows[nows.length - 1], bye);
+});

@@ -1,0 +1,42 @@
+'use strict';
+// lib/vm.js: every new vm context gets the clock and Math.random hooks, recorded into the one
+// log in call order with the main context's, and replayed.
+const { test } = require('node:test');
+const assert = require('node:assert');
+const { tmpdir, runNode, script } = require('./harness.js');
+
+const APP = `
+const vm = require('vm');
+const extra = process.argv[2] === 'extra';
+console.log('main', Date.now(), Math.random());
+console.log('new', vm.runInNewContext('[Date.now(), Math.random(), new Date().getTime(), Date().length > 0, new Date() instanceof Date]').join(' '));
+const ctx = vm.createContext({ out: [] });
+vm.runInContext('out.push(Date.now(), Math.random(), Date.name, Math.random.name)', ctx);
+console.log('ctx', ctx.out.join(' '), Object.keys(ctx).join(','));
+const s = new vm.Script('Math.random() + Date.now()');
+console.log('script', s.runInNewContext({}), s.runInContext(ctx));
+if (extra) vm.runInNewContext('Math.random()');
+console.log('main', Date.now(), Math.random(), new Date().toISOString());
+`;
+
+test('vm contexts record and replay their Date and Math.random in order with the main context', () => {
+  const d = tmpdir('vm');
+  const app = script(d, 'app.js', APP);
+  const log = `${d}/app.replay`;
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stderr, '');
+  assert.match(rec.stdout, /^ctx \d+ 0\.\d+ Date random out$/m);
+  const bare = runNode(null, null, app);
+  assert.notStrictEqual(bare.stdout, rec.stdout, 'live runs print other values');
+  for (let i = 0; i < 2; i++) {
+    const rep = runNode('replay', log, app);
+    assert.strictEqual(rep.code, 0, rep.stderr);
+    assert.strictEqual(rep.stderr, '');
+    assert.strictEqual(rep.stdout, rec.stdout);
+  }
+  // A context that calls Math.random once more than recorded: a divergence, not other values.
+  const extra = runNode('replay', log, app, { args: ['extra'] });
+  assert.strictEqual(extra.code, 86, extra.stderr);
+  assert.match(extra.stderr, /DIVERGENCE[\s\S]*Math\.random/);
+});
