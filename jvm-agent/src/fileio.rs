@@ -7,8 +7,8 @@
 //!
 //! Which calls are events:
 //! - An `open0` is an event when the hooks are on (after VMInit), the thread is not already
-//!   inside a hook (the core's per-thread guard), its path does not end in `.class`/`.jar`
-//!   (the application class loader reads class files from directories through
+//!   inside a hook (the core's per-thread guard), class or resource loading does not make it
+//!   (src/context.rs: the application class loader reads class files through
 //!   FileInputStream; class loading must stay live in replay) and the thread is one whose
 //!   calls are events (not a JDK service thread; `ReplayHooks.fileEvent`, which also names the
 //!   thread and, in record, hands over its buffered clock events first so events stay in
@@ -410,10 +410,24 @@ pub(crate) struct Call<'l> {
 }
 
 pub(crate) fn begin<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
+    begin_with(raw, false)
+}
+
+/// [`begin`] for a call on a path (an open, a metadata call): also `None` when class or
+/// resource loading makes it (src/context.rs), counted as run live by rule.
+pub(crate) fn begin_path<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
+    begin_with(raw, true)
+}
+
+fn begin_with<'l>(raw: *mut RawJniEnv, path: bool) -> Option<Call<'l>> {
     let a = agent()?;
     let helper = *FILE_EVENT.get()?;
     // Nested (inside another hook, or the helper's own class loading below): live.
     let guard = HookGuard::enter()?;
+    if path && crate::context::class_loading(a, raw) {
+        a.core.ran_live(LIVE_CLASS_LOADING);
+        return None;
+    }
     // SAFETY: the JNIEnv of the calling thread, passed to the native by the JVM.
     let mut env = unsafe { JNIEnv::from_raw(raw) }.ok()?;
     let cls: &JClass = a.hooks.get()?.as_obj().into();
@@ -578,20 +592,8 @@ fn stream_digest(stream: jlong, arg: i64) -> u64 {
 }
 
 /// What [`Core::ran_live`](replay_core::session::Core::ran_live) counts for file calls left
-/// live because class loading (or the JDK reading its own files) makes them.
-pub(crate) const LIVE_CLASS_LOADING: &str = "class-loading file calls (class path, java.home)";
-
-/// Counts one call let through live by rule (replay only; the core ignores it in record).
-pub(crate) fn a_live(what: &'static str) {
-    if let Some(a) = agent() {
-        a.core.ran_live(what);
-    }
-}
-
-/// Class files and jars are read by class loading, which must stay live.
-pub(crate) fn is_class_path(path: &str) -> bool {
-    path.ends_with(".class") || path.ends_with(".jar") || path.ends_with(".jmod")
-}
+/// live because class or resource loading makes them (src/context.rs).
+pub(crate) const LIVE_CLASS_LOADING: &str = "file calls of class and resource loading";
 
 unsafe extern "system" fn open0(raw: *mut RawJniEnv, this: jobject, path: jstring) {
     // SAFETY (all the `orig` calls): the saved original of this very native.
@@ -622,11 +624,7 @@ fn open_stream(raw: *mut RawJniEnv, this: jobject, path: jstring, i: usize, live
         }
         let p = unsafe { JString::from_raw(path) };
         let name: String = env.get_string(&p).ok()?.into();
-        if is_class_path(&name) {
-            a_live(LIVE_CLASS_LOADING);
-            return None;
-        }
-        let mut c = begin(raw)?;
+        let mut c = begin_path(raw)?;
         let digest = replay_core::digest(&[name.as_bytes()]);
         match &c.a.core.session {
             Session::Record(_) => {
@@ -1009,13 +1007,5 @@ mod tests {
         let mut w: Vec<usize> = (0..NATIVES.len()).map(|i| wrapper(i) as usize).collect();
         w.dedup();
         assert_eq!(w.len(), NATIVES.len(), "one wrapper per native");
-    }
-
-    #[test]
-    fn class_loading_paths_stay_live() {
-        assert!(is_class_path("/app/classes/Main.class"));
-        assert!(is_class_path("/app/lib/dep.jar"));
-        assert!(!is_class_path("/app/data/input.txt"));
-        assert!(!is_class_path("/app/data/classes"));
     }
 }
