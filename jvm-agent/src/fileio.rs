@@ -49,7 +49,7 @@ const DISPATCHER: &[&str] = &[
 ];
 
 /// Number of wrapped natives.
-pub const COUNT: usize = 42;
+pub const COUNT: usize = 44;
 
 /// The wrapped natives, in kind order: (declaring classes, names on JDK 17 / later JDKs,
 /// descriptor).
@@ -124,6 +124,11 @@ const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
         &["forkAndExec"],
         "(I[B[B[BI[BI[B[IZ)I",
     ),
+    // JDK 21 and later: a FileChannel's `available` (what `Files.newInputStream(...)`'s
+    // `available()` asks, javac's source reader sizes its buffer by it) and `isOther` (asked
+    // by its `skip` and `transferTo`), on the descriptor like `size0`.
+    (DISPATCHER, &["available0"], "(Ljava/io/FileDescriptor;)I"),
+    (DISPATCHER, &["isOther0"], "(Ljava/io/FileDescriptor;)Z"),
 ];
 
 /// Kind names, indexed like [`NATIVES`].
@@ -172,6 +177,8 @@ pub const KINDS: [&str; COUNT] = [
     "java.io.FileOutputStream.write",
     "java.lang.Shutdown.halt",
     "java.lang.ProcessImpl.forkAndExec",
+    "sun.nio.ch.FileDispatcher.available",
+    "sun.nio.ch.FileDispatcher.isOther",
 ];
 const OPEN: usize = 0;
 const READ: usize = 1;
@@ -215,6 +222,8 @@ pub(crate) const OUT_WRITE_BYTES: usize = 38;
 pub(crate) const OUT_WRITE: usize = 39;
 pub(crate) const HALT: usize = 40;
 pub(crate) const FORK: usize = 41;
+const NIO_AVAILABLE: usize = 42;
+const NIO_IS_OTHER: usize = 43;
 /// `RandomAccessFile`'s mode bit for "r": only read-only opens are events (a file opened for
 /// writing must really be open in replay, so it stays live).
 const RAF_O_RDONLY: jint = 1;
@@ -237,6 +246,8 @@ type NioReadFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlon
 type NioPreadFn =
     unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlong, jint, jlong) -> jint;
 type NioSizeFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject) -> jlong;
+type NioAvailableFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject) -> jint;
+type NioIsOtherFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject) -> jboolean;
 type NioSeekFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlong) -> jlong;
 type RafOpenFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jstring, jint);
 type RafSeekFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jlong);
@@ -284,6 +295,8 @@ fn wrapper(i: usize) -> *mut c_void {
         OUT_WRITE_BYTES => output::write_bytes as output::WriteBytesFn as *mut c_void,
         OUT_WRITE => output::write as output::WriteFn as *mut c_void,
         HALT => output::halt0 as output::HaltFn as *mut c_void,
+        NIO_AVAILABLE => nio_available0 as NioAvailableFn as *mut c_void,
+        NIO_IS_OTHER => nio_is_other0 as NioIsOtherFn as *mut c_void,
         _ => output::fork_and_exec as output::ForkFn as *mut c_void,
     }
 }
@@ -701,8 +714,7 @@ fn tag_stream(c: &mut Call, this: jobject, open: usize, id: jlong) -> bool {
 /// the number of the NIO open that gave the FileDescriptor its descriptor.
 fn stream_for(raw: *mut RawJniEnv, this: jobject, i: usize) -> Option<jlong> {
     stream_of(this).or_else(|| {
-        (NIO_READ..=NIO_SEEK)
-            .contains(&i)
+        ((NIO_READ..=NIO_SEEK).contains(&i) || i == NIO_AVAILABLE || i == NIO_IS_OTHER)
             .then(|| nio::stream_of_descriptor(raw, this))
             .flatten()
     })
@@ -941,6 +953,16 @@ unsafe extern "system" fn nio_pread0(
 unsafe extern "system" fn nio_size0(raw: *mut RawJniEnv, cls: jclass, fd: jobject) -> jlong {
     let live = || unsafe { orig::<NioSizeFn>(NIO_SIZE)(raw, cls, fd) };
     scalar(raw, fd, NIO_SIZE, 0, live)
+}
+
+unsafe extern "system" fn nio_available0(raw: *mut RawJniEnv, cls: jclass, fd: jobject) -> jint {
+    let live = || unsafe { orig::<NioAvailableFn>(NIO_AVAILABLE)(raw, cls, fd) } as i64;
+    scalar(raw, fd, NIO_AVAILABLE, 0, live) as jint
+}
+
+unsafe extern "system" fn nio_is_other0(raw: *mut RawJniEnv, cls: jclass, fd: jobject) -> jboolean {
+    let live = || unsafe { orig::<NioIsOtherFn>(NIO_IS_OTHER)(raw, cls, fd) } as i64;
+    (scalar(raw, fd, NIO_IS_OTHER, 0, live) != 0) as jboolean
 }
 
 unsafe extern "system" fn nio_seek0(
