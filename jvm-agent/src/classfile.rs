@@ -1,5 +1,6 @@
-//! Constant-pool rewriting: redirect `System.nanoTime()J`, `System.currentTimeMillis()J` and
-//! `jdk.internal.misc.VM.getNanoTimeAdjustment(J)J` to the hook class.
+//! Constant-pool rewriting: redirect `System.nanoTime()J`, `System.currentTimeMillis()J`,
+//! `jdk.internal.misc.VM.getNanoTimeAdjustment(J)J` and
+//! `sun.security.provider.SeedGenerator.getSystemEntropy()[B` to the hook class.
 //!
 //! Why the constant pool and not the bytecode: the hook has the same names and descriptors,
 //! so changing only those Methodrefs' `class_index` (to a Class entry appended at the end of
@@ -16,6 +17,12 @@ pub const TARGETS: &[(&str, &str, &str)] = &[
     ("java/lang/System", "nanoTime", "()J"),
     ("java/lang/System", "currentTimeMillis", "()J"),
     ("jdk/internal/misc/VM", "getNanoTimeAdjustment", "(J)J"),
+    // What SHA1PRNG's and the DRBG's seeders mix in besides /dev/random (src/entropy.rs).
+    (
+        "sun/security/provider/SeedGenerator",
+        "getSystemEntropy",
+        "()[B",
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -140,7 +147,7 @@ impl<'a> Pool<'a> {
             let class = self.entry(self.ref_at(*e, 0)?, CLASS)?;
             let nat = self.entry(self.ref_at(*e, 1)?, NAME_AND_TYPE)?;
             let class_name = self.utf8(self.ref_at(class, 0)?)?;
-            // Cheap reject first: almost no Methodref names one of two classes.
+            // Cheap reject first: almost no Methodref names one of the target classes.
             if !TARGETS.iter().any(|t| t.0.as_bytes() == class_name) {
                 continue;
             }

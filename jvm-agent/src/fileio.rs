@@ -7,8 +7,8 @@
 //!
 //! Which calls are events:
 //! - An `open0` is an event when the hooks are on (after VMInit), the thread is not already
-//!   inside a hook (the core's per-thread guard), its path does not end in `.class`/`.jar`
-//!   (the application class loader reads class files from directories through
+//!   inside a hook (the core's per-thread guard), class or resource loading does not make it
+//!   (src/context.rs: the application class loader reads class files through
 //!   FileInputStream; class loading must stay live in replay) and the thread is one whose
 //!   calls are events (not a JDK service thread; `ReplayHooks.fileEvent`, which also names the
 //!   thread and, in record, hands over its buffered clock events first so events stay in
@@ -49,7 +49,7 @@ const DISPATCHER: &[&str] = &[
 ];
 
 /// Number of wrapped natives.
-pub const COUNT: usize = 42;
+pub const COUNT: usize = 44;
 
 /// The wrapped natives, in kind order: (declaring classes, names on JDK 17 / later JDKs,
 /// descriptor).
@@ -124,6 +124,11 @@ const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
         &["forkAndExec"],
         "(I[B[B[BI[BI[B[IZ)I",
     ),
+    // JDK 21 and later: a FileChannel's `available` (what `Files.newInputStream(...)`'s
+    // `available()` asks, javac's source reader sizes its buffer by it) and `isOther` (asked
+    // by its `skip` and `transferTo`), on the descriptor like `size0`.
+    (DISPATCHER, &["available0"], "(Ljava/io/FileDescriptor;)I"),
+    (DISPATCHER, &["isOther0"], "(Ljava/io/FileDescriptor;)Z"),
 ];
 
 /// Kind names, indexed like [`NATIVES`].
@@ -172,6 +177,8 @@ pub const KINDS: [&str; COUNT] = [
     "java.io.FileOutputStream.write",
     "java.lang.Shutdown.halt",
     "java.lang.ProcessImpl.forkAndExec",
+    "sun.nio.ch.FileDispatcher.available",
+    "sun.nio.ch.FileDispatcher.isOther",
 ];
 const OPEN: usize = 0;
 const READ: usize = 1;
@@ -215,6 +222,8 @@ pub(crate) const OUT_WRITE_BYTES: usize = 38;
 pub(crate) const OUT_WRITE: usize = 39;
 pub(crate) const HALT: usize = 40;
 pub(crate) const FORK: usize = 41;
+const NIO_AVAILABLE: usize = 42;
+const NIO_IS_OTHER: usize = 43;
 /// `RandomAccessFile`'s mode bit for "r": only read-only opens are events (a file opened for
 /// writing must really be open in replay, so it stays live).
 const RAF_O_RDONLY: jint = 1;
@@ -237,6 +246,8 @@ type NioReadFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlon
 type NioPreadFn =
     unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlong, jint, jlong) -> jint;
 type NioSizeFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject) -> jlong;
+type NioAvailableFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject) -> jint;
+type NioIsOtherFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject) -> jboolean;
 type NioSeekFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jlong) -> jlong;
 type RafOpenFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jstring, jint);
 type RafSeekFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jlong);
@@ -284,6 +295,8 @@ fn wrapper(i: usize) -> *mut c_void {
         OUT_WRITE_BYTES => output::write_bytes as output::WriteBytesFn as *mut c_void,
         OUT_WRITE => output::write as output::WriteFn as *mut c_void,
         HALT => output::halt0 as output::HaltFn as *mut c_void,
+        NIO_AVAILABLE => nio_available0 as NioAvailableFn as *mut c_void,
+        NIO_IS_OTHER => nio_is_other0 as NioIsOtherFn as *mut c_void,
         _ => output::fork_and_exec as output::ForkFn as *mut c_void,
     }
 }
@@ -410,10 +423,24 @@ pub(crate) struct Call<'l> {
 }
 
 pub(crate) fn begin<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
+    begin_with(raw, false)
+}
+
+/// [`begin`] for a call on a path (an open, a metadata call): also `None` when class or
+/// resource loading makes it (src/context.rs), counted as run live by rule.
+pub(crate) fn begin_path<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
+    begin_with(raw, true)
+}
+
+fn begin_with<'l>(raw: *mut RawJniEnv, path: bool) -> Option<Call<'l>> {
     let a = agent()?;
     let helper = *FILE_EVENT.get()?;
     // Nested (inside another hook, or the helper's own class loading below): live.
     let guard = HookGuard::enter()?;
+    if path && crate::context::class_loading(a, raw) {
+        a.core.ran_live(LIVE_CLASS_LOADING);
+        return None;
+    }
     // SAFETY: the JNIEnv of the calling thread, passed to the native by the JVM.
     let mut env = unsafe { JNIEnv::from_raw(raw) }.ok()?;
     let cls: &JClass = a.hooks.get()?.as_obj().into();
@@ -578,20 +605,8 @@ fn stream_digest(stream: jlong, arg: i64) -> u64 {
 }
 
 /// What [`Core::ran_live`](replay_core::session::Core::ran_live) counts for file calls left
-/// live because class loading (or the JDK reading its own files) makes them.
-pub(crate) const LIVE_CLASS_LOADING: &str = "class-loading file calls (class path, java.home)";
-
-/// Counts one call let through live by rule (replay only; the core ignores it in record).
-pub(crate) fn a_live(what: &'static str) {
-    if let Some(a) = agent() {
-        a.core.ran_live(what);
-    }
-}
-
-/// Class files and jars are read by class loading, which must stay live.
-pub(crate) fn is_class_path(path: &str) -> bool {
-    path.ends_with(".class") || path.ends_with(".jar") || path.ends_with(".jmod")
-}
+/// live because class or resource loading makes them (src/context.rs).
+pub(crate) const LIVE_CLASS_LOADING: &str = "file calls of class and resource loading";
 
 unsafe extern "system" fn open0(raw: *mut RawJniEnv, this: jobject, path: jstring) {
     // SAFETY (all the `orig` calls): the saved original of this very native.
@@ -622,11 +637,7 @@ fn open_stream(raw: *mut RawJniEnv, this: jobject, path: jstring, i: usize, live
         }
         let p = unsafe { JString::from_raw(path) };
         let name: String = env.get_string(&p).ok()?.into();
-        if is_class_path(&name) {
-            a_live(LIVE_CLASS_LOADING);
-            return None;
-        }
-        let mut c = begin(raw)?;
+        let mut c = begin_path(raw)?;
         let digest = replay_core::digest(&[name.as_bytes()]);
         match &c.a.core.session {
             Session::Record(_) => {
@@ -703,8 +714,7 @@ fn tag_stream(c: &mut Call, this: jobject, open: usize, id: jlong) -> bool {
 /// the number of the NIO open that gave the FileDescriptor its descriptor.
 fn stream_for(raw: *mut RawJniEnv, this: jobject, i: usize) -> Option<jlong> {
     stream_of(this).or_else(|| {
-        (NIO_READ..=NIO_SEEK)
-            .contains(&i)
+        ((NIO_READ..=NIO_SEEK).contains(&i) || i == NIO_AVAILABLE || i == NIO_IS_OTHER)
             .then(|| nio::stream_of_descriptor(raw, this))
             .flatten()
     })
@@ -945,6 +955,16 @@ unsafe extern "system" fn nio_size0(raw: *mut RawJniEnv, cls: jclass, fd: jobjec
     scalar(raw, fd, NIO_SIZE, 0, live)
 }
 
+unsafe extern "system" fn nio_available0(raw: *mut RawJniEnv, cls: jclass, fd: jobject) -> jint {
+    let live = || unsafe { orig::<NioAvailableFn>(NIO_AVAILABLE)(raw, cls, fd) } as i64;
+    scalar(raw, fd, NIO_AVAILABLE, 0, live) as jint
+}
+
+unsafe extern "system" fn nio_is_other0(raw: *mut RawJniEnv, cls: jclass, fd: jobject) -> jboolean {
+    let live = || unsafe { orig::<NioIsOtherFn>(NIO_IS_OTHER)(raw, cls, fd) } as i64;
+    (scalar(raw, fd, NIO_IS_OTHER, 0, live) != 0) as jboolean
+}
+
 unsafe extern "system" fn nio_seek0(
     raw: *mut RawJniEnv,
     cls: jclass,
@@ -1009,13 +1029,5 @@ mod tests {
         let mut w: Vec<usize> = (0..NATIVES.len()).map(|i| wrapper(i) as usize).collect();
         w.dedup();
         assert_eq!(w.len(), NATIVES.len(), "one wrapper per native");
-    }
-
-    #[test]
-    fn class_loading_paths_stay_live() {
-        assert!(is_class_path("/app/classes/Main.class"));
-        assert!(is_class_path("/app/lib/dep.jar"));
-        assert!(!is_class_path("/app/data/input.txt"));
-        assert!(!is_class_path("/app/data/classes"));
     }
 }

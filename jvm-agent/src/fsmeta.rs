@@ -3,23 +3,18 @@
 //! `lastModified`, `length` and `list`/`listFiles`: the `java.io.UnixFileSystem` natives,
 //! wrapped through NativeMethodBind like FileInputStream's (the table is in src/fileio.rs).
 //!
-//! Each call is an event of the calling thread when its path is not one class loading or the
-//! JDK itself looks at: input digest = the path (and `checkAccess`'s mode), payload = the
-//! result (for `list`, the names, NUL-separated, and their count; -1 for null). Replay never
-//! touches the file system for an event call.
-//!
-//! Calls that stay live (in both modes, never events):
-//! - paths ending `.class`, `.jar`, `.jmod` (class loading: `URLClassPath` asks `exists` for
-//!   every class file it looks up in a directory, and `JarLoader` for each jar);
-//! - paths inside a directory of `java.class.path` or `java.home`: resource lookups through
-//!   the class path (`META-INF/services/...` for ServiceLoader, `getResource`) and the JDK's own
-//!   files. Class loading happens at other moments in replay than in record (the agent's own
-//!   work loads classes too), so those calls must not be events. A program reading its own
-//!   class-path directory as data therefore gets live metadata there.
+//! Each call is an event of the calling thread unless class or resource loading makes it
+//! (src/context.rs: `URLClassPath` asks `exists` for every class file it looks up in a
+//! directory, ServiceLoader and `getResource` look in the class path): input digest = the
+//! path (and `checkAccess`'s mode), payload = the result (for `list`, the names,
+//! NUL-separated, and their count; -1 for null). Replay never touches the file system for an
+//! event call. Where the file is and what it is called do not matter: a program's metadata
+//! calls on its class-path directory, on `.class` and `.jar` files, or through `../`, are
+//! events like any other. An empty path is answered live (the same answer in both modes).
 
 use crate::fileio::{
-    begin, is_class_path, orig, pending_exception, record_one, replay_one, run, scalar_event,
-    throw_recorded, KINDS, META_ACCESS, META_ATTRS, META_LENGTH, META_LIST, META_MTIME,
+    begin_path, orig, pending_exception, record_one, replay_one, run, scalar_event, throw_recorded,
+    KINDS, META_ACCESS, META_ATTRS, META_LENGTH, META_LIST, META_MTIME,
 };
 use crate::{agent, clear_exception};
 use jni::objects::{JFieldID, JObject, JObjectArray, JString};
@@ -27,71 +22,12 @@ use jni::signature::ReturnType;
 use jni::sys::{jboolean, jint, jlong, jobject, jobjectArray, JNIEnv as RawJniEnv};
 use jni::JNIEnv;
 use replay_core::session::Session;
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 pub type IntFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> jint;
 pub type AccessFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject, jint) -> jboolean;
 pub type LongFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> jlong;
 pub type ListFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> jobjectArray;
-
-/// Directories whose contents stay live: the class path's and `java.home`, each as given
-/// (made absolute) and canonical.
-pub(crate) fn live_roots() -> &'static [PathBuf] {
-    static ROOTS: OnceLock<Vec<PathBuf>> = OnceLock::new();
-    ROOTS.get_or_init(|| {
-        let Some(a) = agent() else {
-            return Vec::new();
-        };
-        let mut entries: Vec<String> = Vec::new();
-        if let Ok(cp) = a.jvmti.system_property(c"java.class.path") {
-            entries.extend(
-                cp.split(':')
-                    .map(|e| if e.is_empty() { "." } else { e }.to_string()),
-            );
-        }
-        if let Ok(home) = a.jvmti.system_property(c"java.home") {
-            entries.push(home);
-        }
-        let mut roots = Vec::new();
-        for e in entries {
-            let Ok(abs) = std::path::absolute(&e) else {
-                continue;
-            };
-            if let Ok(c) = std::fs::canonicalize(&abs) {
-                if c != abs {
-                    roots.push(c);
-                }
-            }
-            roots.push(abs);
-        }
-        roots
-    })
-}
-
-/// Whether a metadata call on `path` must stay live (see the module comment).
-pub(crate) fn stays_live(path: &str, roots: &[PathBuf]) -> bool {
-    if is_class_path(path) {
-        return true;
-    }
-    if path.is_empty() {
-        return true; // the live call answers it, the same in replay
-    }
-    let p = Path::new(path);
-    if p.is_absolute() {
-        return roots.iter().any(|r| p.starts_with(r));
-    }
-    // A Java program cannot change the working directory, so it is looked up once (a
-    // `getcwd` per call was a tenth of a recorded `File.exists`).
-    static CWD: OnceLock<Option<PathBuf>> = OnceLock::new();
-    match CWD.get_or_init(|| std::env::current_dir().ok()) {
-        Some(cwd) => {
-            let abs = cwd.join(p);
-            roots.iter().any(|r| abs.starts_with(r))
-        }
-        None => true,
-    }
-}
 
 /// A field's ID, looked up once per process (`cache`) in a boot class, whose IDs stay valid:
 /// looking a field up by name on every call parses its signature each time.
@@ -148,16 +84,7 @@ fn event_path(raw: *mut RawJniEnv, file: jobject) -> Option<String> {
     let name: Option<String> = env.get_string(&p).ok().map(Into::into);
     let _ = env.delete_local_ref(p);
     let name = name?;
-    (!stays_live_counted(&name)).then_some(name)
-}
-
-/// [`stays_live`] for a call about to be made, counted as run live by rule when it is.
-pub(crate) fn stays_live_counted(path: &str) -> bool {
-    let live = stays_live(path, live_roots());
-    if live {
-        crate::fileio::a_live(crate::fileio::LIVE_CLASS_LOADING);
-    }
-    live
+    (!name.is_empty()).then_some(name)
 }
 
 /// The input digest of a call on a path (java.io here, NIO in src/nio.rs): the path and the
@@ -170,7 +97,7 @@ pub(crate) fn path_digest(path: &[u8], arg: i64) -> u64 {
 fn scalar(raw: *mut RawJniEnv, file: jobject, i: usize, arg: i64, live: impl Fn() -> i64) -> i64 {
     run(KINDS[i], live, |call| {
         let path = event_path(raw, file)?;
-        let mut c = begin(raw)?;
+        let mut c = begin_path(raw)?;
         scalar_event(&mut c, i, path_digest(path.as_bytes(), arg), call)
     })
 }
@@ -207,7 +134,7 @@ pub unsafe extern "system" fn list(raw: *mut RawJniEnv, this: jobject, f: jobjec
     let live = || unsafe { orig::<ListFn>(META_LIST)(raw, this, f) };
     run(KINDS[META_LIST], live, |call| {
         let path = event_path(raw, f)?;
-        let mut c = begin(raw)?;
+        let mut c = begin_path(raw)?;
         let digest = path_digest(path.as_bytes(), 0);
         match &c.a.core.session {
             Session::Record(_) => {
@@ -292,30 +219,4 @@ fn new_names(env: &mut JNIEnv, names: &[&str]) -> Option<jobjectArray> {
         let _ = env.delete_local_ref(s);
     }
     Some(arr.into_raw())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn class_loading_and_jdk_paths_stay_live() {
-        let roots = [PathBuf::from("/app/classes"), PathBuf::from("/jdk")];
-        assert!(stays_live("/app/classes/META-INF/services/x.Y", &roots));
-        assert!(stays_live("/app/classes", &roots));
-        assert!(stays_live("/jdk/lib/security/java.security", &roots));
-        assert!(stays_live("/data/Main.class", &roots));
-        assert!(!stays_live("/data/input.txt", &roots));
-        assert!(
-            !stays_live("/app/classes-data/x", &roots),
-            "prefix is by component"
-        );
-        // Relative paths are taken against the working directory.
-        let cwd = std::env::current_dir().unwrap();
-        let roots = [cwd.join("classes")];
-        assert!(stays_live("classes/META-INF/x", &roots));
-        assert!(stays_live("./classes/x", &roots));
-        assert!(!stays_live("data/x", &roots));
-        assert!(stays_live("", &roots), "an empty path is answered live");
-    }
 }

@@ -43,6 +43,7 @@ const F_GET_CLASS_STATUS: usize = 49;
 const F_GET_CLASS_LOADER: usize = 57;
 const F_GET_METHOD_NAME: usize = 64;
 const F_GET_METHOD_DECLARING_CLASS: usize = 65;
+const F_GET_STACK_TRACE: usize = 104;
 const F_GET_TAG: usize = 106;
 const F_SET_TAG: usize = 107;
 const F_GET_LOADED_CLASSES: usize = 78;
@@ -147,6 +148,23 @@ impl std::fmt::Display for Error {
             write!(f, " ({name})")?;
         }
         Ok(())
+    }
+}
+
+/// `jvmtiFrameInfo`: a frame's method and bytecode index.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct FrameInfo {
+    pub method: jmethodID,
+    pub location: jlong,
+}
+
+impl Default for FrameInfo {
+    fn default() -> Self {
+        FrameInfo {
+            method: ptr::null_mut(),
+            location: 0,
+        }
     }
 }
 
@@ -432,6 +450,43 @@ impl Jvmti {
             self.deallocate(sig as *mut c_uchar);
             Ok((owner, n, s))
         }
+    }
+
+    /// The calling thread's frames from `start` (0: the innermost) into `buf`; returns how
+    /// many were filled (fewer than `buf.len()` at the bottom of the stack).
+    pub fn own_stack(&self, start: jint, buf: &mut [FrameInfo]) -> Result<usize, Error> {
+        type F =
+            unsafe extern "C" fn(RawEnv, jthread, jint, jint, *mut FrameInfo, *mut jint) -> c_int;
+        let mut n: jint = 0;
+        // SAFETY: valid env; a null thread is the current one; `buf` holds `len` frames.
+        unsafe {
+            check(
+                "GetStackTrace",
+                slot!(self, F_GET_STACK_TRACE, F)(
+                    self.0,
+                    ptr::null_mut(),
+                    start,
+                    buf.len() as jint,
+                    buf.as_mut_ptr(),
+                    &mut n,
+                ),
+            )?
+        };
+        Ok(n.max(0) as usize)
+    }
+
+    /// The class declaring `method`, as a local reference of the calling frame.
+    pub fn declaring_class(&self, method: jmethodID) -> Result<jclass, Error> {
+        type F = unsafe extern "C" fn(RawEnv, jmethodID, *mut jclass) -> c_int;
+        let mut class: jclass = ptr::null_mut();
+        // SAFETY: valid env and method.
+        unsafe {
+            check(
+                "GetMethodDeclaringClass",
+                slot!(self, F_GET_METHOD_DECLARING_CLASS, F)(self.0, method, &mut class),
+            )?
+        };
+        Ok(class)
     }
 
     /// The object's tag (0: none). Needs `can_tag_objects`.

@@ -23,6 +23,8 @@
 
 mod cache;
 mod classfile;
+mod context;
+mod entropy;
 mod fileio;
 mod fsmeta;
 mod jimage;
@@ -222,6 +224,11 @@ fn program_argv(args: impl Iterator<Item = String>) -> Vec<String> {
             options = false;
         }
         if options && i > 0 && a.starts_with("-X") {
+            continue;
+        }
+        // The JDK's tools (javac, jar, javadoc) take JVM options as `-J<option>` anywhere
+        // among theirs: the agent's own (record here, replay there) and the VM's tuning.
+        if i > 0 && (a.starts_with("-J-agentpath:") || a.starts_with("-J-X")) {
             continue;
         }
         out.push(a);
@@ -1204,6 +1211,18 @@ mod tests {
         assert_eq!(
             program_argv(args.iter().map(|s| s.to_string())),
             ["java", "-Da=b", "-cp", "c", "Main", "-Xy"]
+        );
+        let javac = [
+            "javac",
+            "-d",
+            "out",
+            "-J-agentpath:/a.so=record",
+            "-J-Xmx1g",
+            "A.java",
+        ];
+        assert_eq!(
+            program_argv(javac.iter().map(|s| s.to_string())),
+            ["javac", "-d", "out", "A.java"]
         );
     }
 

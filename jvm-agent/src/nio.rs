@@ -7,8 +7,8 @@
 //! Reads. They all open through `sun.nio.fs.UnixNativeDispatcher.open0(pathAddress, flags,
 //! mode)`, which returns a bare descriptor number (the JDK wraps it in a FileDescriptor
 //! afterwards), and read through the FileDispatcher natives that src/fileio.rs wraps already:
-//! - A read-only `open0` is an event (same filters as java.io: hooks on, not nested, not a
-//!   class-loading or JDK path, see src/fsmeta.rs). Input digest: the path and flags; payload:
+//! - A read-only `open0` is an event (same filters as java.io: hooks on, not nested, not
+//!   made by class or resource loading, see src/context.rs). Input digest: the path and flags; payload:
 //!   the stream's number, or the failure's errno (`UnixException`, which the JDK turns into
 //!   `NoSuchFileException`, `AccessDeniedException`, ... from the errno).
 //! - Its descriptor number goes into [`FDS`] with the stream's number; the dispatcher wrappers
@@ -25,8 +25,8 @@
 //! (which fill a `UnixFileAttributes`), JDK 17's `stat1` (the mode, for `isDirectory` and
 //! `isRegularFile`) and `exists0`, and `access0`. JDK 17's `stat0` and `access0` throw
 //! `UnixException`, JDK 25's return the errno (and JDK 25 has no `stat1`/`exists0`: its
-//! `isDirectory` and `exists` use `stat0` and `access0`). Each call on a path that is not a
-//! class-loading or JDK path is an event: input digest = path and argument (the access mode),
+//! `isDirectory` and `exists` use `stat0` and `access0`). Each call on a path not made by class or
+//! resource loading is an event: input digest = path and argument (the access mode),
 //! payload = the return value, the errno and, for a successful stat, every field the native
 //! fills in `UnixFileAttributes` (mode, inode, device, links, owner, size, the three or four
 //! times). Replay writes those fields back, or fails the same way, without looking at the
@@ -48,11 +48,12 @@
 //! in replay. `toRealPath` (`realpath0`), `readSymbolicLink` and `fstat` are not hooked.
 
 use crate::fileio::{
-    begin, orig, record_one, replay_one, run, throw_recorded, Call, CLEANUP_CLOSE, FD_CLOSE, KINDS,
-    NEXT_STREAM, NIO_ACCESS, NIO_ACCESS_ERRNO, NIO_CLOSE, NIO_CLOSEDIR, NIO_EXISTS, NIO_FDOPENDIR,
-    NIO_LSTAT, NIO_OPEN, NIO_OPENDIR, NIO_READDIR, NIO_STAT, NIO_STAT_ERRNO, NIO_STAT_MODE,
+    begin, begin_path, orig, record_one, replay_one, run, throw_recorded, Call, CLEANUP_CLOSE,
+    FD_CLOSE, KINDS, NEXT_STREAM, NIO_ACCESS, NIO_ACCESS_ERRNO, NIO_CLOSE, NIO_CLOSEDIR,
+    NIO_EXISTS, NIO_FDOPENDIR, NIO_LSTAT, NIO_OPEN, NIO_OPENDIR, NIO_READDIR, NIO_STAT,
+    NIO_STAT_ERRNO, NIO_STAT_MODE,
 };
-use crate::fsmeta::{path_digest, stays_live_counted};
+use crate::fsmeta::path_digest;
 use crate::{agent, clear_exception, guarded};
 use jni::objects::{JByteArray, JFieldID, JObject, JValue};
 use jni::signature::{Primitive, ReturnType};
@@ -207,10 +208,7 @@ pub unsafe extern "system" fn open0(
         let name = unsafe { CStr::from_ptr(path as *const c_char) }
             .to_string_lossy()
             .into_owned();
-        if stays_live_counted(&name) {
-            return None;
-        }
-        let mut c = begin(raw)?;
+        let mut c = begin_path(raw)?;
         let digest = replay_core::digest(&[name.as_bytes(), &flags.to_le_bytes()]);
         match &c.a.core.session {
             Session::Record(_) => {
@@ -317,7 +315,7 @@ fn event_path(path: jlong) -> Option<Vec<u8>> {
     let bytes = unsafe { CStr::from_ptr(path as *const c_char) }
         .to_bytes()
         .to_vec();
-    (!stays_live_counted(&String::from_utf8_lossy(&bytes))).then_some(bytes)
+    (!bytes.is_empty()).then_some(bytes)
 }
 
 /// The fields the stat natives fill in `sun.nio.fs.UnixFileAttributes` (JDK 17 and 25; the
@@ -430,7 +428,7 @@ fn path_call(
 ) -> jint {
     run(KINDS[i], live, |call| {
         let name = event_path(path)?;
-        let mut c = begin(raw)?;
+        let mut c = begin_path(raw)?;
         let digest = path_digest(&name, arg as i64);
         match &c.a.core.session {
             Session::Record(_) => {
@@ -658,7 +656,7 @@ pub unsafe extern "system" fn opendir0(raw: *mut RawJniEnv, cls: jclass, path: j
     let live = || unsafe { orig::<OpendirFn>(NIO_OPENDIR)(raw, cls, path) };
     run(KINDS[NIO_OPENDIR], live, |call| {
         let name = event_path(path)?;
-        let mut c = begin(raw)?;
+        let mut c = begin_path(raw)?;
         let digest = path_digest(&name, 0);
         Some(open_dir(&mut c, NIO_OPENDIR, digest, -1, call))
     })

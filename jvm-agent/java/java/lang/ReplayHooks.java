@@ -109,6 +109,18 @@ public final class ReplayHooks {
         return replay0(K_ADJUST, v, offset);
     }
 
+    /**
+     * Where calls of sun.security.provider.SeedGenerator.getSystemEntropy() go (SHA1PRNG's and
+     * the DRBG's seeders): native calls the original, then records its digest or, in replay,
+     * returns the recorded one (the heap's free memory and the machine's properties in it
+     * differ between runs).
+     */
+    public static byte[] getSystemEntropy() {
+        return entropy0();
+    }
+
+    private static native byte[] entropy0();
+
     private static long event(int m, int kind, long v) {
         long[] b = buffer();
         if (b == null) {
