@@ -1,0 +1,190 @@
+//! The JVM agent's sockets and name resolution (issue 24): `HttpURLConnection` GET and POST
+//! and `InetAddress` lookups are recorded against a local HTTP server in another JVM
+//! (tests/java/NetServer.java), the server is stopped, and replay must print what the
+//! recording got with no server at all. A request that differs in replay (another body
+//! written, another URL) is a divergence; a refused connection replays as the same
+//! exception; a server inside the program is never silently taken for replayed.
+//!
+//! Needs `cargo build --release -p replay-jvm` first: the agent is a cdylib that tests cannot
+//! depend on.
+
+use replay_tests::jvm::{assert_replays, jdks, name, record, replay, Jdk, Recorded};
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// A NetServer serving `body` on a free loopback port; stopped when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(jdk: &Jdk, body: &str) -> Server {
+        let mut child = Command::new(jdk.home.join("bin/java"))
+            .arg("-cp")
+            .arg(&jdk.classes)
+            .arg("NetServer")
+            .arg(body)
+            .env_remove("JAVA_TOOL_OPTIONS")
+            .env_remove("JDK_JAVA_OPTIONS")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line.trim().parse().expect("NetServer prints its port");
+        Server { child, port }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// Records `fetch` (NetFetch arguments made from the server) and stops the server.
+fn record_and_stop(jdk: &Jdk, fetch: impl Fn(&Server) -> Vec<String>) -> (Recorded, Vec<String>) {
+    let server = Server::start(jdk, "hello");
+    let a = fetch(&server);
+    let r = record(jdk, "NetFetch", &args(&a), |_| {});
+    server.stop();
+    (r, a)
+}
+
+#[test]
+fn http_url_connection_and_name_lookups_replay_with_the_server_gone() {
+    for jdk in jdks() {
+        let (r, a) = record_and_stop(jdk, |s| {
+            vec![
+                format!("url={}", s.url("/a")),
+                format!("post=http://localhost:{}/p=data1", s.port),
+                "dns=localhost".into(),
+                "dns=no-such-host.invalid".into(),
+            ]
+        });
+        for want in [
+            "url 200 [hello]",
+            "post 200 [hello+data1/p]",
+            "dns localhost: 127.0.0.1",
+            "dns no-such-host.invalid: unknown (java.net.UnknownHostException)",
+        ] {
+            assert!(r.out.contains(want), "{}: {want}:\n{}", name(jdk), r.out);
+        }
+        for k in [
+            "sun.nio.ch.Net.connect",
+            "sun.nio.ch.SocketDispatcher.read",
+            "sun.nio.ch.SocketDispatcher.write",
+            "java.net.InetAddress.lookupAllHostAddr",
+        ] {
+            assert!(
+                r.kinds.contains_key(k),
+                "{}: no {k}: {:?}",
+                name(jdk),
+                r.kinds
+            );
+        }
+        assert_eq!(
+            r.kinds.get("sun.nio.ch.Net.connect"),
+            Some(&2),
+            "{}",
+            name(jdk)
+        );
+        // No server now: every byte comes from the log (a live connect would be refused).
+        assert_replays(jdk, &r, &[], "NetFetch", &args(&a));
+        assert_replays(jdk, &r, &["-Xcheck:jni"], "NetFetch", &args(&a));
+    }
+}
+
+#[test]
+fn a_request_that_differs_in_replay_is_a_divergence() {
+    for jdk in jdks() {
+        let (r, a) = record_and_stop(jdk, |s| vec![format!("post={}=data1", s.url("/p"))]);
+        assert!(r.out.contains("post 200 [hello+data1/p]"), "{}", r.out);
+        let other_body = vec![a[0].replace("=data1", "=data2")];
+        let other_url = vec![a[0].replace("/p=", "/q=")];
+        for changed in [other_body, other_url] {
+            let o = replay(jdk, &r, &[], "NetFetch", &args(&changed));
+            assert_eq!(o.code(), 86, "{}: {changed:?}: {}", name(jdk), o.stderr);
+            assert!(o.stderr.contains("DIVERGENCE"), "{}", o.stderr);
+            assert!(
+                o.stderr
+                    .contains("expected: sun.nio.ch.SocketDispatcher.write"),
+                "{}: {}",
+                name(jdk),
+                o.stderr
+            );
+            assert!(
+                o.stderr.contains("at NetFetch.main(NetFetch.java"),
+                "{}",
+                o.stderr
+            );
+            assert!(!o.stdout_text().contains("post 200"), "{}", o.stdout_text());
+        }
+    }
+}
+
+#[test]
+fn a_refused_connection_replays_as_the_same_exception() {
+    for jdk in jdks() {
+        // A port nobody listens on: the one a stopped server had.
+        let port = {
+            let s = Server::start(jdk, "gone");
+            let p = s.port;
+            s.stop();
+            p
+        };
+        let a = vec![format!("url=http://127.0.0.1:{port}/")];
+        let r = record(jdk, "NetFetch", &args(&a), |_| {});
+        assert!(
+            r.out
+                .contains("url failed: java.net.ConnectException: Connection refused"),
+            "{}: {}",
+            name(jdk),
+            r.out
+        );
+        assert_eq!(r.kinds.get("sun.nio.ch.Net.connect"), Some(&1));
+        assert_replays(jdk, &r, &[], "NetFetch", &args(&a));
+    }
+}
+
+#[test]
+fn a_server_in_the_program_is_never_taken_for_replayed() {
+    for jdk in jdks() {
+        let r = record(jdk, "NetFetch", &["self=inside"], |_| {});
+        assert!(r.out.contains("self 200 [inside]"), "{}", r.out);
+        assert!(
+            !r.kinds.contains_key("sun.nio.ch.Net.connect"),
+            "a connect to the program's own server is live: {:?}",
+            r.kinds
+        );
+        // Its accepted connection and the client of it run live: replay says so, whether
+        // the server's own timing then lets it finish (exit 0) or not (a divergence).
+        let o = replay(jdk, &r, &[], "NetFetch", &["self=inside"]);
+        assert!(
+            o.stderr
+                .contains("connections accepted by a server socket (run live)"),
+            "{}: exit {:?}: {}",
+            name(jdk),
+            o.status,
+            o.stderr
+        );
+    }
+}
