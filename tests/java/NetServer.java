@@ -11,7 +11,25 @@ import java.nio.charset.StandardCharsets;
  */
 public class NetServer {
     public static void main(String[] args) throws Exception {
-        HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+        InetSocketAddress at = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+        HttpServer s;
+        if (args.length > 2) {
+            // TLS: args[1] is a PKCS12 key store, args[2] its password.
+            char[] pw = args[2].toCharArray();
+            java.security.KeyStore ks = java.security.KeyStore.getInstance("PKCS12");
+            try (java.io.InputStream in = new java.io.FileInputStream(args[1])) {
+                ks.load(in, pw);
+            }
+            javax.net.ssl.KeyManagerFactory kmf = javax.net.ssl.KeyManagerFactory.getInstance("SunX509");
+            kmf.init(ks, pw);
+            javax.net.ssl.SSLContext ctx = javax.net.ssl.SSLContext.getInstance("TLS");
+            ctx.init(kmf.getKeyManagers(), null, null);
+            com.sun.net.httpserver.HttpsServer hs = com.sun.net.httpserver.HttpsServer.create(at, 0);
+            hs.setHttpsConfigurator(new com.sun.net.httpserver.HttpsConfigurator(ctx));
+            s = hs;
+        } else {
+            s = HttpServer.create(at, 0);
+        }
         byte[] body = args[0].getBytes(StandardCharsets.UTF_8);
         s.createContext("/", x -> {
             byte[] in = x.getRequestBody().readAllBytes();
