@@ -11,6 +11,7 @@ import java.nio.charset.StandardCharsets;
 /**
  * Fetches URLs in the ways the replay tests check, one argument each, in order:
  * `url=URL` (HttpURLConnection GET), `post=URL=BODY` (HttpURLConnection POST),
+ * `channel=URL` (SocketChannel, blocking), `selector=URL` (non-blocking, one Selector),
  * `send=URL` (HttpClient.send), `async=URL` (HttpClient.sendAsync), `dns=HOST` (InetAddress),
  * `self=BODY` (a server in the program and a client of it), `loop=N=URL` (N HttpURLConnection GETs, for the benchmark). Prints what it got.
  */
@@ -29,6 +30,56 @@ public class NetFetch {
                     } catch (java.io.IOException e) {
                         System.out.println("url failed: " + e);
                     }
+                }
+                case "channel", "selector" -> {
+                    // A raw HTTP/1.0 GET over a SocketChannel: blocking, or non-blocking with a
+                    // Selector driving connect, write and read on this thread.
+                    URI u = URI.create(p[1]);
+                    java.net.InetSocketAddress to = new java.net.InetSocketAddress(u.getHost(), u.getPort());
+                    java.nio.ByteBuffer req = java.nio.ByteBuffer.wrap(("GET " + u.getPath()
+                        + " HTTP/1.0\r\nHost: x\r\n\r\n").getBytes(StandardCharsets.UTF_8));
+                    java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+                    java.nio.ByteBuffer buf = java.nio.ByteBuffer.allocate(4096);
+                    try (java.nio.channels.SocketChannel ch = java.nio.channels.SocketChannel.open()) {
+                        if (p[0].equals("channel")) {
+                            ch.connect(to);
+                            while (req.hasRemaining()) {
+                                ch.write(req);
+                            }
+                            while (ch.read(buf.clear()) >= 0) {
+                                got.write(buf.array(), 0, buf.position());
+                            }
+                        } else {
+                            ch.configureBlocking(false);
+                            java.nio.channels.Selector sel = java.nio.channels.Selector.open();
+                            ch.connect(to);
+                            java.nio.channels.SelectionKey k = ch.register(sel,
+                                java.nio.channels.SelectionKey.OP_CONNECT);
+                            boolean done = false;
+                            while (!done) {
+                                sel.select(5000);
+                                sel.selectedKeys().clear();
+                                if (k.isConnectable() && ch.finishConnect()) {
+                                    k.interestOps(java.nio.channels.SelectionKey.OP_WRITE);
+                                } else if (k.isWritable()) {
+                                    ch.write(req);
+                                    if (!req.hasRemaining()) {
+                                        k.interestOps(java.nio.channels.SelectionKey.OP_READ);
+                                    }
+                                } else if (k.isReadable()) {
+                                    int n = ch.read(buf.clear());
+                                    if (n < 0) {
+                                        done = true;
+                                    } else {
+                                        got.write(buf.array(), 0, n);
+                                    }
+                                }
+                            }
+                            sel.close();
+                        }
+                    }
+                    String text = got.toString(StandardCharsets.UTF_8);
+                    System.out.println(p[0] + " [" + text.substring(text.indexOf("\r\n\r\n") + 4) + "]");
                 }
                 case "self" -> {
                     // A server in the program itself, and a client of it.

@@ -1,5 +1,6 @@
 //! The JVM agent's sockets and name resolution (issue 24): `HttpURLConnection` GET and POST
-//! and `InetAddress` lookups are recorded against a local HTTP server in another JVM
+//! (and https), `SocketChannel` blocking and with a `Selector`, and `InetAddress` lookups are
+//! recorded against a local HTTP server in another JVM
 //! (tests/java/NetServer.java), the server is stopped, and replay must print what the
 //! recording got with no server at all. A request that differs in replay (another body
 //! written, another URL) is a divergence; a refused connection replays as the same
@@ -75,7 +76,7 @@ fn record_and_stop(jdk: &Jdk, fetch: impl Fn(&Server) -> Vec<String>) -> (Record
 }
 
 #[test]
-fn http_url_connection_and_name_lookups_replay_with_the_server_gone() {
+fn http_url_connection_socket_channels_and_name_lookups_replay_with_the_server_gone() {
     for jdk in jdks() {
         let (r, a) = record_and_stop(jdk, |s| {
             vec![
@@ -83,6 +84,8 @@ fn http_url_connection_and_name_lookups_replay_with_the_server_gone() {
                 format!("post=http://localhost:{}/p=data1", s.port),
                 "dns=localhost".into(),
                 "dns=no-such-host.invalid".into(),
+                format!("channel={}", s.url("/c")),
+                format!("selector=http://localhost:{}/s", s.port),
             ]
         });
         for want in [
@@ -90,6 +93,8 @@ fn http_url_connection_and_name_lookups_replay_with_the_server_gone() {
             "post 200 [hello+data1/p]",
             "dns localhost: 127.0.0.1",
             "dns no-such-host.invalid: unknown (java.net.UnknownHostException)",
+            "channel [hello]",
+            "selector [hello]",
         ] {
             assert!(r.out.contains(want), "{}: {want}:\n{}", name(jdk), r.out);
         }
@@ -98,6 +103,8 @@ fn http_url_connection_and_name_lookups_replay_with_the_server_gone() {
             "sun.nio.ch.SocketDispatcher.read",
             "sun.nio.ch.SocketDispatcher.write",
             "java.net.InetAddress.lookupAllHostAddr",
+            "sun.nio.ch.EPoll.wait",
+            "sun.nio.ch.Net.pollConnect",
         ] {
             assert!(
                 r.kinds.contains_key(k),
@@ -108,7 +115,7 @@ fn http_url_connection_and_name_lookups_replay_with_the_server_gone() {
         }
         assert_eq!(
             r.kinds.get("sun.nio.ch.Net.connect"),
-            Some(&2),
+            Some(&4),
             "{}",
             name(jdk)
         );
