@@ -756,7 +756,6 @@ unsafe extern "C" fn on_vm_death(_jvmti: RawEnv, jni: *mut RawJniEnv) {
         // Writes from here on (a daemon thread still printing) are not output events: the
         // log is being closed.
         output::close();
-        net::finish();
         // Replay: events left over, output not written or another exit status are a
         // divergence; under abort the process ends here with its status.
         match a.core.shutdown() {

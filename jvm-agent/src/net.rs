@@ -43,14 +43,11 @@ use jni::sys::{
     jboolean, jbyteArray, jclass, jint, jlong, jobject, jobjectArray, jstring, JNIEnv as RawJniEnv,
 };
 use jni::JNIEnv;
-use replay_core::guard::HookGuard;
 use replay_core::session::Session;
-use replay_core::session::Verdict;
 use replay_core::{Payload, PayloadRef};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 
 const NET: &[&str] = &["Lsun/nio/ch/Net;"];
@@ -336,44 +333,28 @@ fn digest(id: i64, arg: i64, bytes: &[u8]) -> u64 {
     replay_core::digest(&[&id.to_le_bytes(), &arg.to_le_bytes(), bytes])
 }
 
-fn record(
-    c: &mut Ctx,
-    i: usize,
-    digest: u64,
-    ret: i64,
-    thrown: Option<&[u8]>,
-    data: Option<&[u8]>,
-) {
-    let (ret, errno, data) = match thrown {
-        Some(ex) => (-1, 1, Some(ex)),
-        None => (ret, 0, data),
+fn record(c: &Call, i: usize, digest: u64, ret: i64, thrown: Option<&[u8]>, data: Option<&[u8]>) {
+    let payload = match thrown {
+        Some(ex) => PayloadRef::Ret {
+            ret: -1,
+            errno: 1,
+            data: Some(ex),
+        },
+        None => PayloadRef::Ret {
+            ret,
+            errno: 0,
+            data,
+        },
     };
-    match c {
-        Ctx::Thread(call) => {
-            let payload = PayloadRef::Ret { ret, errno, data };
-            call.a
-                .core
-                .record(kind(call.a, i), 0, Some(digest), payload);
-        }
-        Ctx::Pool { a, .. } => {
-            let rec = Some((ret, errno, data.map(<[u8]>::to_vec)));
-            pool_call(a, i, digest, rec);
-        }
-    }
+    c.a.core.record(kind(c.a, i), 0, Some(digest), payload);
 }
 
 /// Replays one call of kind `i`; `None`: run it live (policy went live).
-fn replay(c: &mut Ctx, i: usize, digest: u64) -> Option<Outcome> {
-    let a = c.a();
-    let v = match c {
-        Ctx::Thread(call) => {
-            let env = std::cell::RefCell::new(&mut call.env);
-            let stack = || java_stack(a, &mut env.borrow_mut());
-            a.core.replay(kind(a, i), 0, Some(digest), &stack)
-        }
-        Ctx::Pool { .. } => pool_call(a, i, digest, None)?,
-    };
-    let e = apply(v)?;
+fn replay(c: &mut Call, i: usize, digest: u64) -> Option<Outcome> {
+    let a = c.a;
+    let env = std::cell::RefCell::new(&mut c.env);
+    let stack = || java_stack(a, &mut env.borrow_mut());
+    let e = apply(a.core.replay(kind(a, i), 0, Some(digest), &stack))?;
     match e.payload {
         Payload::Ret { ret, errno, data } => Some(Outcome {
             ret,
@@ -383,7 +364,7 @@ fn replay(c: &mut Ctx, i: usize, digest: u64) -> Option<Outcome> {
         }),
         other => {
             crate::internal_error(
-                Some(c.env()),
+                Some(&mut c.env),
                 &format!(
                     "event {} ({}) holds {} instead of a call's outcome",
                     e.seq,
@@ -396,283 +377,17 @@ fn replay(c: &mut Ctx, i: usize, digest: u64) -> Option<Outcome> {
     }
 }
 
-// ---- HttpClient's threads: one stream for the pool -------------------------------------------
-
-/// A hooked call's way in: the calling thread's own events, or (HttpClient's selector and
-/// worker threads) the pool's one stream.
-enum Ctx<'l> {
-    Thread(Call<'l>),
-    Pool {
-        a: &'static crate::Agent,
-        env: JNIEnv<'l>,
-        _guard: HookGuard,
-    },
-}
-
-impl<'l> Ctx<'l> {
-    fn a(&self) -> &'static crate::Agent {
-        match self {
-            Ctx::Thread(c) => c.a,
-            Ctx::Pool { a, .. } => a,
-        }
-    }
-
-    fn env(&mut self) -> &mut JNIEnv<'l> {
-        match self {
-            Ctx::Thread(c) => &mut c.env,
-            Ctx::Pool { env, .. } => env,
-        }
-    }
-}
-
-fn enter<'l>(raw: *mut RawJniEnv) -> Option<Ctx<'l>> {
-    if is_pool_thread(raw) {
-        let a = agent()?;
-        crate::fileio::FILE_EVENT.get()?;
-        if crate::output::closed() {
-            return None;
-        }
-        let guard = HookGuard::enter()?;
-        // SAFETY: the JNIEnv of the calling thread, passed to the native by the JVM.
-        let env = unsafe { JNIEnv::from_raw(raw) }.ok()?;
-        return Some(Ctx::Pool {
-            a,
-            env,
-            _guard: guard,
-        });
-    }
-    begin(raw).map(Ctx::Thread)
-}
-
-/// The logical thread that holds the pool's socket events, in the order they happened.
-const POOL_THREAD: &str = "replay: HttpClient I/O";
-
-thread_local! {
-    /// 0: not asked yet, 1: a pool thread, 2: another thread.
-    static POOL: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
-}
-
-/// Whether the calling thread is one of HttpClient's (`HttpClient-N-SelectorManager`,
-/// `HttpClient-N-Worker-M`): which of them takes which step is the executor's choice, so
-/// their socket calls are one stream, matched by call and socket rather than by thread (and
-/// `ReplayHooks.isService` leaves their clock reads live).
-fn is_pool_thread(raw: *mut RawJniEnv) -> bool {
-    let known = POOL.with(|p| p.get());
-    if known != 0 {
-        return known == 1;
-    }
-    let Some(_inside) = HookGuard::enter() else {
-        return false;
-    };
-    // SAFETY: the JNIEnv of the calling thread.
-    let Ok(mut env) = (unsafe { JNIEnv::from_raw(raw) }) else {
-        return false;
-    };
-    let name = env
-        .call_static_method(
-            "java/lang/Thread",
-            "currentThread",
-            "()Ljava/lang/Thread;",
-            &[],
-        )
-        .and_then(|t| t.l())
-        .and_then(|t| env.call_method(&t, "getName", "()Ljava/lang/String;", &[]))
-        .and_then(|n| n.l())
-        .map(JString::from)
-        .and_then(|n| env.get_string(&n).map(String::from));
-    let Ok(name) = name else {
-        clear_exception(&mut env);
-        return false;
-    };
-    let pool = is_pool_name(&name);
-    POOL.with(|p| p.set(if pool { 1 } else { 2 }));
-    pool
-}
-
-pub(crate) fn is_pool_name(name: &str) -> bool {
-    name.starts_with("HttpClient-")
-        && (name.ends_with("-SelectorManager") || name.contains("-Worker-"))
-}
-
-/// One call of a pool thread, handed to the pool's thread: `rec` is a recorded outcome
-/// (record), `None` asks for the recorded one (replay).
-struct PoolReq {
-    /// [`COUNT`]: not a call, the end of the program (see [`finish`]).
-    i: usize,
-    digest: u64,
-    rec: Option<(i64, i32, Option<Vec<u8>>)>,
-    reply: mpsc::Sender<Option<Verdict>>,
-}
-
-static POOL_TX: Mutex<Option<mpsc::Sender<PoolReq>>> = Mutex::new(None);
-
-/// Hands a call to the pool's thread and waits for it: recorded there (so it takes its
-/// number before this thread goes on) or replayed there in the recorded order.
-fn pool_call(
-    a: &'static crate::Agent,
-    i: usize,
-    digest: u64,
-    rec: Option<(i64, i32, Option<Vec<u8>>)>,
-) -> Option<Verdict> {
-    let tx = {
-        let mut g = POOL_TX.lock().unwrap_or_else(|e| e.into_inner());
-        if g.is_none() {
-            let (tx, rx) = mpsc::channel();
-            std::thread::Builder::new()
-                .name("replay-net".into())
-                .spawn(move || pool_main(a, rx))
-                .ok()?;
-            *g = Some(tx);
-        }
-        g.clone()?
-    };
-    let (reply, back) = mpsc::channel();
-    tx.send(PoolReq {
-        i,
-        digest,
-        rec,
-        reply,
-    })
-    .ok()?;
-    back.recv().ok()?
-}
-
-/// Longest the pool's thread waits for the call the recording made next, while other pool
-/// calls wait: then the oldest of them is handed to the core, which reports the difference.
-const POOL_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-fn pool_main(a: &'static crate::Agent, rx: mpsc::Receiver<PoolReq>) {
-    a.core.name_thread(POOL_THREAD);
-    let no_stack = || None;
-    let tape = match &a.core.session {
-        Session::Record(_) => {
-            for q in rx {
-                if let Some((ret, errno, data)) = &q.rec {
-                    let payload = PayloadRef::Ret {
-                        ret: *ret,
-                        errno: *errno,
-                        data: data.as_deref(),
-                    };
-                    a.core.record(kind(a, q.i), 0, Some(q.digest), payload);
-                }
-                let _ = q.reply.send(None);
-            }
-            return;
-        }
-        Session::Replay(r) => pool_tape(r.path()),
-    };
-    let mut pending: Vec<PoolReq> = Vec::new();
-    let mut pos = 0;
-    let serve = |q: PoolReq| {
-        let v = a.core.replay(kind(a, q.i), 0, Some(q.digest), &no_stack);
-        let _ = q.reply.send(Some(v));
-    };
-    loop {
-        let next = tape.get(pos);
-        let found = match next {
-            Some((k, d)) => pending
-                .iter()
-                .position(|q| KINDS[q.i] == k && Some(q.digest) == *d),
-            // Nothing recorded left: the core says so.
-            None => (!pending.is_empty()).then_some(0),
-        };
-        if let Some(k) = pending.iter().position(|q| q.i == COUNT) {
-            // The program ends: the selector's waits the recording made after its last
-            // other call are its own timing (the program needs none of them), so they are
-            // taken here; anything else left is reported by the core as unused.
-            let q = pending.remove(k);
-            while let Some((k, _)) = tape.get(pos).filter(|(k, _)| k == KINDS[EP_WAIT]) {
-                let _ = k;
-                pos += 1;
-                let _ = a
-                    .core
-                    .replay(kind(a, EP_WAIT), 0, Some(digest(0, 0, &[])), &no_stack);
-            }
-            let _ = q.reply.send(None);
-            continue;
-        }
-        if let Some(k) = found {
-            pos += 1;
-            let q = pending.remove(k);
-            if next.is_none() && q.i == EP_WAIT {
-                // The recording ended while the selector waited (a wait that never returned
-                // is no event): it waits live, on its wake-up descriptor alone.
-                let _ = q.reply.send(Some(Verdict::Live));
-            } else {
-                serve(q);
-            }
-            continue;
-        }
-        match rx.recv_timeout(POOL_WAIT) {
-            Ok(q) => pending.push(q),
-            Err(mpsc::RecvTimeoutError::Timeout) if !pending.is_empty() => {
-                pos += 1;
-                serve(pending.remove(0));
-            }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return,
-        }
-    }
-}
-
-/// At VMDeath, before the session closes (replay): the pool's trailing waits are taken.
-pub(crate) fn finish() {
-    let tx = POOL_TX.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    if let (Some(tx), Some(a)) = (tx, agent()) {
-        if a.core.mode() != replay_core::Mode::Replay {
-            return;
-        }
-        let (reply, back) = mpsc::channel();
-        let i = COUNT;
-        if tx
-            .send(PoolReq {
-                i,
-                digest: 0,
-                rec: None,
-                reply,
-            })
-            .is_ok()
-        {
-            let _ = back.recv_timeout(POOL_WAIT);
-        }
-    }
-}
-
-/// The pool thread's recorded calls, in order: (kind name, input digest).
-fn pool_tape(log: &std::path::Path) -> Vec<(String, Option<u64>)> {
-    let Ok(reader) = replay_core::LogReader::open(log) else {
-        return Vec::new();
-    };
-    let mut it = replay_core::Ordered::new(reader);
-    let mut thread = None;
-    let mut out = Vec::new();
-    while let Some(e) = it.next() {
-        let mine = match thread {
-            Some(t) => t == e.thread,
-            None if it.reader.thread_name(e.thread) == POOL_THREAD => {
-                thread = Some(e.thread);
-                true
-            }
-            None => false,
-        };
-        if mine {
-            out.push((it.reader.strings().name(e.kind).to_string(), e.digest));
-        }
-    }
-    out
-}
-
 /// A call on an event socket returning a number (poll, pollConnect, localPort, available).
 fn scalar(raw: *mut RawJniEnv, fd: jobject, i: usize, arg: i64, live: impl Fn() -> i64) -> i64 {
     run(KINDS[i], live, |call| {
         let (_, s) = sock_of(raw, fd)?;
-        let mut c = enter(raw)?;
+        let mut c = begin(raw)?;
         let d = digest(s.id, arg, &[]);
-        match &c.a().core.session {
+        match &c.a.core.session {
             Session::Record(_) => {
                 let r = call();
-                let ex = pending_exception(&mut c.env());
-                record(&mut c, i, d, r, ex.as_deref(), None);
+                let ex = pending_exception(&mut c.env);
+                record(&c, i, d, r, ex.as_deref(), None);
                 Some(r)
             }
             Session::Replay(_) => {
@@ -681,7 +396,7 @@ fn scalar(raw: *mut RawJniEnv, fd: jobject, i: usize, arg: i64, live: impl Fn() 
                 }
                 let o = replay(&mut c, i, d)?;
                 if o.thrown {
-                    throw_recorded(&mut c.env(), o.data.as_deref().unwrap_or_default());
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                 }
                 Some(o.ret)
             }
@@ -735,14 +450,14 @@ unsafe extern "system" fn connect0(
             crate::fileio::a_live(LIVE_OWN);
             return None;
         }
-        let mut c = enter(raw)?;
-        let addr = address_bytes(&mut c.env(), remote)?;
+        let mut c = begin(raw)?;
+        let addr = address_bytes(&mut c.env, remote)?;
         let d = digest(0, port as i64, &addr);
-        match &c.a().core.session {
+        match &c.a.core.session {
             Session::Record(_) => {
                 let r = call();
-                if let Some(ex) = pending_exception(&mut c.env()) {
-                    record(&mut c, CONNECT, d, -1, Some(&ex), None);
+                if let Some(ex) = pending_exception(&mut c.env) {
+                    record(&c, CONNECT, d, -1, Some(&ex), None);
                     return Some(r);
                 }
                 let id = NEXT_SOCK.fetch_add(1, Ordering::Relaxed);
@@ -753,13 +468,13 @@ unsafe extern "system" fn connect0(
                         replayed: false,
                     },
                 );
-                record(&mut c, CONNECT, d, r as i64, None, Some(&id.to_le_bytes()));
+                record(&c, CONNECT, d, r as i64, None, Some(&id.to_le_bytes()));
                 Some(r)
             }
             Session::Replay(_) => {
                 let o = replay(&mut c, CONNECT, d)?;
                 if o.thrown {
-                    throw_recorded(&mut c.env(), o.data.as_deref().unwrap_or_default());
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                     return Some(-1);
                 }
                 let id = o
@@ -858,7 +573,7 @@ fn read(
 ) -> i64 {
     run(KINDS[i], live, |call| {
         let (_, s) = sock_of(raw, fd)?;
-        let mut c = enter(raw)?;
+        let mut c = begin(raw)?;
         // SAFETY: the JDK passes `len` iovecs at `address` to readv0.
         let vecs = if i == READV {
             unsafe { iovecs(address, len) }
@@ -867,14 +582,14 @@ fn read(
         };
         let room: usize = vecs.iter().map(|v| v.1).sum();
         let d = digest(s.id, room as i64, &[]);
-        match &c.a().core.session {
+        match &c.a.core.session {
             Session::Record(_) => {
                 let n = call();
-                let ex = pending_exception(&mut c.env());
+                let ex = pending_exception(&mut c.env);
                 let bytes = (ex.is_none() && n > 0 && n as usize <= room)
                     // SAFETY: the read just put n bytes there.
                     .then(|| unsafe { gather(&vecs, n as usize) });
-                record(&mut c, i, d, n, ex.as_deref(), bytes.as_deref());
+                record(&c, i, d, n, ex.as_deref(), bytes.as_deref());
                 Some(n)
             }
             Session::Replay(_) => {
@@ -883,7 +598,7 @@ fn read(
                 }
                 let o = replay(&mut c, i, d)?;
                 if o.thrown {
-                    throw_recorded(&mut c.env(), o.data.as_deref().unwrap_or_default());
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                     return Some(-1);
                 }
                 let data = o.data.unwrap_or_default();
@@ -891,7 +606,7 @@ fn read(
                 if o.ret > 0 && (o.ret as usize != data.len() || !unsafe { scatter(&vecs, &data) })
                 {
                     crate::internal_error(
-                        Some(&mut c.env()),
+                        Some(&mut c.env),
                         "a recorded socket read does not fit the buffer",
                     );
                     return None;
@@ -913,7 +628,7 @@ fn write(
 ) -> i64 {
     run(KINDS[i], live, |call| {
         let (_, s) = sock_of(raw, fd)?;
-        let mut c = enter(raw)?;
+        let mut c = begin(raw)?;
         let bytes = if i == WRITEV {
             // SAFETY: the JDK passes `len` iovecs at `address` to writev0.
             let v = unsafe { iovecs(address, len) };
@@ -926,11 +641,11 @@ fn write(
             Vec::new()
         };
         let d = digest(s.id, bytes.len() as i64, &bytes);
-        match &c.a().core.session {
+        match &c.a.core.session {
             Session::Record(_) => {
                 let n = call();
-                let ex = pending_exception(&mut c.env());
-                record(&mut c, i, d, n, ex.as_deref(), None);
+                let ex = pending_exception(&mut c.env);
+                record(&c, i, d, n, ex.as_deref(), None);
                 Some(n)
             }
             Session::Replay(_) => {
@@ -939,7 +654,7 @@ fn write(
                 }
                 let o = replay(&mut c, i, d)?;
                 if o.thrown {
-                    throw_recorded(&mut c.env(), o.data.as_deref().unwrap_or_default());
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                     return Some(-1);
                 }
                 Some(o.ret)
@@ -1168,21 +883,21 @@ unsafe extern "system" fn epoll_wait(
         if !has_event_sockets(epfd) {
             return None;
         }
-        let mut c = enter(raw)?;
+        let mut c = begin(raw)?;
         // Not the epoll descriptor's number: replay's may differ (other descriptors open).
         let d = digest(0, 0, &[]);
-        match &c.a().core.session {
+        match &c.a.core.session {
             Session::Record(_) => {
                 let n = call();
-                let ex = pending_exception(&mut c.env());
+                let ex = pending_exception(&mut c.env);
                 let data = (ex.is_none() && n > 0).then(|| encode_entries(address, n as usize));
-                record(&mut c, EP_WAIT, d, n as i64, ex.as_deref(), data.as_deref());
+                record(&c, EP_WAIT, d, n as i64, ex.as_deref(), data.as_deref());
                 Some(n)
             }
             Session::Replay(_) => {
                 let o = replay(&mut c, EP_WAIT, d)?;
                 if o.thrown {
-                    throw_recorded(&mut c.env(), o.data.as_deref().unwrap_or_default());
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                     return Some(0);
                 }
                 let entries = decode_entries(o.data.as_deref().unwrap_or_default());
@@ -1196,7 +911,7 @@ unsafe extern "system" fn epoll_wait(
                         timeout.max(1)
                     };
                     let m = unsafe { orig::<WaitFn>(EP_WAIT)(raw, cls, epfd, address, numfds, t) };
-                    if clear_exception(&mut c.env()) {
+                    if clear_exception(&mut c.env) {
                         return Some(0);
                     }
                     k = m.max(0) as usize;
@@ -1289,39 +1004,39 @@ fn lookup_call(
     run(KINDS[i], live, |call| {
         agent()?;
         crate::fileio::FILE_EVENT.get()?;
-        let mut c = enter(raw)?;
-        let name = jstring_text(&mut c.env(), host)?;
+        let mut c = begin(raw)?;
+        let name = jstring_text(&mut c.env, host)?;
         let d = replay_core::digest(&[name.as_bytes(), &flags.to_le_bytes()]);
-        match &c.a().core.session {
+        match &c.a.core.session {
             Session::Record(_) => {
                 let r = call();
-                if let Some(ex) = pending_exception(&mut c.env()) {
-                    record(&mut c, i, d, -1, Some(&ex), None);
+                if let Some(ex) = pending_exception(&mut c.env) {
+                    record(&c, i, d, -1, Some(&ex), None);
                     return Some(r);
                 }
-                let Some(data) = encode_addresses(&mut c.env(), r) else {
-                    clear_exception(&mut c.env());
+                let Some(data) = encode_addresses(&mut c.env, r) else {
+                    clear_exception(&mut c.env);
                     crate::internal_error(
-                        Some(&mut c.env()),
+                        Some(&mut c.env),
                         "cannot read a name lookup's addresses",
                     );
                     return Some(r);
                 };
-                record(&mut c, i, d, 0, None, Some(&data));
+                record(&c, i, d, 0, None, Some(&data));
                 Some(r)
             }
             Session::Replay(_) => {
                 let o = replay(&mut c, i, d)?;
                 if o.thrown {
-                    throw_recorded(&mut c.env(), o.data.as_deref().unwrap_or_default());
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                     return Some(std::ptr::null_mut());
                 }
-                match decode_addresses(&mut c.env(), host, o.data.as_deref().unwrap_or_default()) {
+                match decode_addresses(&mut c.env, host, o.data.as_deref().unwrap_or_default()) {
                     Some(a) => Some(a),
                     None => {
-                        clear_exception(&mut c.env());
+                        clear_exception(&mut c.env);
                         crate::internal_error(
-                            Some(&mut c.env()),
+                            Some(&mut c.env),
                             "cannot rebuild a recorded name lookup",
                         );
                         None
@@ -1361,31 +1076,31 @@ fn name_call(
     run(KINDS[i], live, |call| {
         agent()?;
         crate::fileio::FILE_EVENT.get()?;
-        let mut c = enter(raw)?;
-        let d = replay_core::digest(&[&input(&mut c.env())?]);
-        match &c.a().core.session {
+        let mut c = begin(raw)?;
+        let d = replay_core::digest(&[&input(&mut c.env)?]);
+        match &c.a.core.session {
             Session::Record(_) => {
                 let r = call();
-                if let Some(ex) = pending_exception(&mut c.env()) {
-                    record(&mut c, i, d, -1, Some(&ex), None);
+                if let Some(ex) = pending_exception(&mut c.env) {
+                    record(&c, i, d, -1, Some(&ex), None);
                     return Some(r);
                 }
-                let text = jstring_text(&mut c.env(), r).unwrap_or_default();
-                record(&mut c, i, d, 0, None, Some(text.as_bytes()));
+                let text = jstring_text(&mut c.env, r).unwrap_or_default();
+                record(&c, i, d, 0, None, Some(text.as_bytes()));
                 Some(r)
             }
             Session::Replay(_) => {
                 let o = replay(&mut c, i, d)?;
                 if o.thrown {
-                    throw_recorded(&mut c.env(), o.data.as_deref().unwrap_or_default());
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                     return Some(std::ptr::null_mut());
                 }
                 let text =
                     String::from_utf8_lossy(o.data.as_deref().unwrap_or_default()).into_owned();
-                match c.env().new_string(text) {
+                match c.env.new_string(text) {
                     Ok(s) => Some(s.into_raw()),
                     Err(_) => {
-                        clear_exception(&mut c.env());
+                        clear_exception(&mut c.env);
                         None
                     }
                 }

@@ -50,11 +50,6 @@ pub(crate) fn close() {
     CLOSED.store(true, Ordering::Release);
 }
 
-/// Whether VMDeath began closing the session.
-pub(crate) fn closed() -> bool {
-    CLOSED.load(Ordering::Acquire)
-}
-
 /// The stream `this` (a FileOutputStream) writes to, when its writes are output events.
 fn output_stream(env: &mut JNIEnv, this: jobject) -> Option<(&'static Agent, Stream)> {
     let a = agent()?;

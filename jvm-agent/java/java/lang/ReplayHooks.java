@@ -227,12 +227,6 @@ public final class ReplayHooks {
             return true; // the system group holds the JDK's own threads
         }
         String n = t.getName();
-        if (n.startsWith("HttpClient-") && (n.endsWith("-SelectorManager") || n.contains("-Worker-"))) {
-            // HttpClient's own threads: which of them takes which step is its executor's
-            // choice. Their socket calls are one stream of the agent's (src/net.rs); their
-            // clock reads only time HttpClient's internals.
-            return true;
-        }
         return n.equals("Reference Handler") || n.equals("Finalizer") || n.equals("Signal Dispatcher")
             || n.equals("Common-Cleaner") || n.equals("Attach Listener") || n.equals("Notification Thread");
     }
