@@ -344,6 +344,8 @@ pub unsafe extern "C" fn on_native_bind(
                 ORIG[i].store(address, Ordering::Release);
             }
             *new_address = wrapper(i);
+        } else if let Some(w) = crate::net::bind(&owner, &name, &sig, address) {
+            *new_address = w;
         }
     })
 }

@@ -29,6 +29,7 @@ mod fileio;
 mod fsmeta;
 mod jimage;
 mod jvmti;
+mod net;
 mod nio;
 mod output;
 
