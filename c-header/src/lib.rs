@@ -391,12 +391,25 @@ fn init(compiler: &str) -> c_int {
                 eprintln!("replay: cannot register the exit handler; call replay_shutdown() before exiting");
             }
             // SAFETY: registering a plain extern "C" function as the fork child handler.
-            if unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) } != 0 {
+            if unsafe {
+                libc::pthread_atfork(None, Some(after_fork_in_parent), Some(after_fork_in_child))
+            } != 0
+            {
                 eprintln!("replay: cannot register the fork handler; a forked child must not use the macros");
             }
         }
         0
     })
+}
+
+/// Replay: a forked child runs live (see below), out of replay's sight: the end of replay
+/// says so rather than pass for faithful.
+extern "C" fn after_fork_in_parent() {
+    guarded((), || {
+        if let Some(a) = active() {
+            a.core.ran_unchecked("forked child process");
+        }
+    });
 }
 
 /// A forked child has none of the session's threads (the log writer, the replay reader), so

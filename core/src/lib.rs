@@ -22,6 +22,7 @@ pub mod event;
 pub mod format;
 pub mod guard;
 mod idle;
+pub mod logfile;
 pub mod options;
 pub mod reader;
 pub mod recorder;

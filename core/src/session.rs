@@ -25,6 +25,7 @@
 
 use crate::event::{Event, Payload};
 use crate::format::{HeaderInfo, PayloadRef};
+use crate::logfile;
 use crate::options::{expand_path, Mode, Options, Policy};
 use crate::reader::End;
 use crate::recorder::{RecordConfig, Recorder};
@@ -242,6 +243,8 @@ pub struct Core {
     live: Mutex<Vec<(&'static str, u64, bool)>>,
     /// The text of the last report written.
     last: Mutex<Option<String>>,
+    /// Replay: the locks that mark the log as replayed by this process (see `logfile`).
+    _claim: Option<logfile::ReplayClaim>,
 }
 
 /// The arguments that identify a run, without the agent options that differ between record
@@ -258,7 +261,8 @@ fn file_name(p: &str) -> &str {
 }
 
 impl Core {
-    /// Starts a session, or returns `Ok(None)` in mode `off`. Errors are one line; an error
+    /// Starts a session, or returns `Ok(None)` in mode `off` and when another process
+    /// records or replays the log (said on stderr: the program runs without a session). Errors are one line; an error
     /// with an exit status (a log of another runtime or program) must stop the program.
     pub fn start(mut options: Options, fe: &Frontend<'_>) -> Result<Option<Core>, StartError> {
         // Output is only recorded or compared where the front end sees it.
@@ -275,6 +279,7 @@ impl Core {
         };
         let path = PathBuf::from(&log);
         let mut checking = false;
+        let mut claim = None;
         let session = match options.mode {
             Mode::Record => {
                 let mut header = HeaderInfo::for_this_process(
@@ -294,9 +299,13 @@ impl Core {
                     main_thread: "main".into(),
                     compress: options.compress,
                 };
-                Session::Record(
-                    Recorder::open(cfg).map_err(|e| format!("cannot create log {log}: {e}"))?,
-                )
+                match Recorder::open(cfg) {
+                    Ok(r) => Session::Record(r),
+                    Err(e) => match logfile::taken(&e) {
+                        Some(t) => return Ok(Self::taken(&log, t, "unrecorded")),
+                        None => return Err(format!("cannot create log {log}: {e}").into()),
+                    },
+                }
             }
             Mode::Replay => {
                 let cfg = ReplayConfig {
@@ -305,6 +314,13 @@ impl Core {
                     timeout: options.timeout,
                     // Writes are compared per thread, out of the threads' turns.
                     unordered: OUTPUT_KINDS.map(String::from).to_vec(),
+                };
+                claim = match logfile::claim_replay(&path) {
+                    Ok(c) => Some(c),
+                    Err(e) => match logfile::taken(&e) {
+                        Some(t) => return Ok(Self::taken(&log, t, "live, unchecked")),
+                        None => return Err(format!("cannot replay {log}: {e}").into()),
+                    },
                 };
                 let r = Replayer::open(cfg).map_err(|e| format!("cannot replay {log}: {e}"))?;
                 Self::check_header(r.header(), &log, fe)?;
@@ -340,7 +356,18 @@ impl Core {
             exit: Mutex::new(None),
             live: Mutex::new(Vec::new()),
             last: Mutex::new(None),
+            _claim: claim,
         }))
+    }
+
+    /// The log is another process's (this one inherited its settings, most likely): the
+    /// program runs without a session, said in one line.
+    fn taken(log: &str, t: &logfile::Taken, runs: &str) -> Option<Core> {
+        eprintln!(
+            "replay: {log} {t}; this process (pid {}) runs {runs}",
+            std::process::id()
+        );
+        None
     }
 
     /// Refuses a log of another runtime or program (one line, exit status

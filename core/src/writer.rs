@@ -4,9 +4,8 @@
 use crate::format::frame::{FrameHeader, FrameType, CODEC_NONE, CODEC_ZSTD, FRAME_HEADER_LEN};
 use crate::format::*;
 use crate::idle::{IdleCompressor, IdleStats, HELP_FROM};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 pub struct LogWriter {
@@ -34,8 +33,8 @@ const SKIP_FROM: usize = 256 << 10;
 const SKIP_AFTER: u32 = 15;
 
 impl LogWriter {
-    /// Creates (truncating) the log with mode 0600 and writes the magic line and header;
-    /// chunks are compressed at zstd level 1.
+    /// Creates the log (a new file of mode 0600, see [`crate::logfile::create`]) and writes
+    /// the magic line and header; chunks are compressed at zstd level 1.
     pub fn create(path: &Path, header: &HeaderInfo, sync: bool) -> io::Result<Self> {
         Self::create_with(path, header, sync, 1)
     }
@@ -48,13 +47,9 @@ impl LogWriter {
         sync: bool,
         level: u8,
     ) -> io::Result<Self> {
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)?;
-        Self::from_file(file, header, sync, level)
+        // The header is written before the file is at `path`: a log found there always
+        // starts with one.
+        crate::logfile::create(path, |file| Self::from_file(file, header, sync, level))
     }
 
     /// The writer over an open file, compressing at `level` (0: none).

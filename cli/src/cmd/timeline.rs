@@ -2,7 +2,6 @@
 //! and one instant event per recorded event. Written as it is read, never held whole.
 
 use crate::log::{self, Fail, Res, SeqStream, EXIT_OK, EXIT_OUTPUT, EXIT_PROBLEM};
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -44,7 +43,8 @@ pub fn run(a: Args) -> Res<u8> {
     let (sink, what): (Box<dyn Write>, String) = if a.output.as_os_str() == "-" {
         (Box::new(io::stdout().lock()), "stdout".into())
     } else {
-        let f = File::create(&a.output).map_err(|e| {
+        // Like a log: a new 0600 file, never through a symlink nor into another's file.
+        let f = replay_core::logfile::create(&a.output, Ok).map_err(|e| {
             Fail::new(
                 EXIT_OUTPUT,
                 format!("{}: cannot create: {e}", a.output.display()),
