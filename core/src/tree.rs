@@ -4,7 +4,9 @@
 //! The launcher (`replay record -- CMD`) puts three variables into CMD's environment, which
 //! every descendant inherits:
 //!
-//! - [`ENV_TREE`]: the recording directory;
+//! - [`ENV_TREE`]: the recording directory, or a log file `NAME.replay` (`replay record -o
+//!   NAME.replay`): then the first top-level process writes that file and the others
+//!   `NAME.<id>-<program>.replay` beside it;
 //! - [`ENV_CLAIMS`]: a directory private to this one run (record or replay), where each
 //!   process claims its place with an exclusive file create;
 //! - [`ENV_ID`]: unset at the top; each recorded process sets it in its own environment to
@@ -63,17 +65,68 @@ pub fn parse_name(name: &str) -> Option<(&str, &str)> {
 /// The process logs in `dir`, as `(id, path)` in tree order (parents before their
 /// children, siblings by index).
 pub fn logs(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
-    let mut v = Vec::new();
-    for e in fs::read_dir(dir)? {
-        let e = e?;
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if let Some((id, _)) = parse_name(name) {
-            v.push((id.to_string(), e.path()));
+    Tree::of(dir).logs()
+}
+
+/// Where a tree's logs are: a directory, or a top log file and its siblings.
+pub struct Tree {
+    dir: PathBuf,
+    /// `NAME.` for a file tree, else empty.
+    prefix: String,
+    /// The file name of process `1` in a file tree.
+    top: Option<String>,
+}
+
+impl Tree {
+    /// The tree [`ENV_TREE`] names: a directory, or a `.replay` file that is not one.
+    pub fn of(path: &Path) -> Tree {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        match name.strip_suffix(".replay") {
+            Some(stem) if !path.is_dir() && !stem.is_empty() => Tree {
+                dir: path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or(Path::new("."))
+                    .to_path_buf(),
+                prefix: format!("{stem}."),
+                top: Some(name.to_string()),
+            },
+            _ => Tree {
+                dir: path.to_path_buf(),
+                prefix: String::new(),
+                top: None,
+            },
         }
     }
-    v.sort_by_key(|(id, _)| id_key(id));
-    Ok(v)
+
+    /// The log of process `id` running `program`.
+    pub fn path(&self, id: &str, program: &str) -> PathBuf {
+        match &self.top {
+            Some(top) if id == "1" => self.dir.join(top),
+            _ => self
+                .dir
+                .join(format!("{}{}", self.prefix, log_name(id, program))),
+        }
+    }
+
+    /// The process logs, as `(id, path)` in tree order.
+    pub fn logs(&self) -> std::io::Result<Vec<(String, PathBuf)>> {
+        let mut v = Vec::new();
+        for e in fs::read_dir(&self.dir)? {
+            let e = e?;
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if self.top.as_deref() == Some(name) {
+                v.push(("1".to_string(), e.path()));
+            } else if let Some((id, _)) =
+                name.strip_prefix(self.prefix.as_str()).and_then(parse_name)
+            {
+                v.push((id.to_string(), e.path()));
+            }
+        }
+        v.sort_by_key(|(id, _)| id_key(id));
+        Ok(v)
+    }
 }
 
 fn id_key(id: &str) -> Vec<u64> {
@@ -118,7 +171,7 @@ pub fn resolve(mode: Mode, me: &Me<'_>) -> Result<Option<PathBuf>, String> {
     let Some(dir) = std::env::var_os(ENV_TREE).filter(|d| !d.is_empty()) else {
         return Ok(None);
     };
-    let dir = PathBuf::from(dir);
+    let tree = Tree::of(Path::new(&dir));
     let claims = std::env::var_os(ENV_CLAIMS)
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
@@ -130,8 +183,8 @@ pub fn resolve(mode: Mode, me: &Me<'_>) -> Result<Option<PathBuf>, String> {
         me.program
     };
     let (id, path) = match mode {
-        Mode::Record => claim_next(&dir, &claims, &parent, program)?,
-        Mode::Replay => claim_recorded(&dir, &claims, &parent, program, me.argv)?,
+        Mode::Record => claim_next(&tree, &claims, &parent, program)?,
+        Mode::Replay => claim_recorded(&tree, &claims, &parent, program, me.argv)?,
         Mode::Off => return Ok(None),
     };
     // Read by the processes this one starts (fork/exec, Node's process.env, and the JVM's
@@ -166,7 +219,7 @@ fn claim(claims: &Path, id: &str) -> Result<bool, String> {
 
 /// Record: the parent's first free child index.
 fn claim_next(
-    dir: &Path,
+    tree: &Tree,
     claims: &Path,
     parent: &str,
     program: &str,
@@ -174,7 +227,7 @@ fn claim_next(
     for index in 1..=100_000 {
         let id = child_id(parent, index);
         if claim(claims, &id)? {
-            let path = dir.join(log_name(&id, program));
+            let path = tree.path(&id, program);
             return Ok((id, path));
         }
     }
@@ -187,13 +240,16 @@ fn claim_next(
 /// Replay: the first unclaimed sibling log of this program, with the same arguments if one
 /// has them.
 fn claim_recorded(
-    dir: &Path,
+    tree: &Tree,
     claims: &Path,
     parent: &str,
     program: &str,
     argv: &[String],
 ) -> Result<(String, PathBuf), String> {
-    let all = logs(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let dir = &tree.dir;
+    let all = tree
+        .logs()
+        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
     let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
     let mine = name(program);
     let siblings: Vec<(String, PathBuf, Option<HeaderInfo>)> = all
@@ -266,11 +322,20 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let c = d.path().join("claims");
         fs::create_dir(&c).unwrap();
-        let (a, pa) = claim_next(d.path(), &c, "", "java").unwrap();
-        let (b, _) = claim_next(d.path(), &c, "", "node").unwrap();
-        let (x, px) = claim_next(d.path(), &c, "2", "child.js").unwrap();
+        let t = Tree::of(d.path());
+        let (a, pa) = claim_next(&t, &c, "", "java").unwrap();
+        let (b, _) = claim_next(&t, &c, "", "node").unwrap();
+        let (x, px) = claim_next(&t, &c, "2", "child.js").unwrap();
         assert_eq!((a.as_str(), b.as_str(), x.as_str()), ("1", "2", "2.1"));
         assert_eq!(pa, d.path().join("1-java.replay"));
         assert_eq!(px, d.path().join("2.1-child.js.replay"));
+        // A file tree: the first top-level process writes the file itself.
+        let f = Tree::of(&d.path().join("app.replay"));
+        assert_eq!(f.path("1", "java"), d.path().join("app.replay"));
+        assert_eq!(f.path("1.1", "x.js"), d.path().join("app.1.1-x.js.replay"));
+        fs::write(d.path().join("app.replay"), "").unwrap();
+        fs::write(d.path().join("app.1.1-x.js.replay"), "").unwrap();
+        let ids: Vec<String> = f.logs().unwrap().into_iter().map(|x| x.0).collect();
+        assert_eq!(ids, ["1", "1.1"]);
     }
 }
