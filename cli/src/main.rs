@@ -95,12 +95,18 @@ fn usage_error(e: clap::Error) -> ExitCode {
         return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
     }
     let text = e.render().to_string();
-    let first = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut first = lines
+        .next()
         .unwrap_or("bad arguments")
-        .trim()
-        .trim_start_matches("error: ");
+        .trim_start_matches("error: ")
+        .to_string();
+    // "the following required arguments were not provided:" names them on the next line.
+    if first.ends_with(':') {
+        if let Some(next) = lines.next() {
+            first = format!("{first} {next}");
+        }
+    }
     let hint = if e.kind() == ErrorKind::MissingRequiredArgument && first.contains("<CMD>") {
         " (the program goes after `--`: replay record -- CMD ARGS...)"
     } else {

@@ -109,8 +109,12 @@ pub struct ReplayArgs {
     /// The log to replay (its output log is LOG.stdio); the same as LOG|DIR
     #[arg(long, value_name = "FILE", conflicts_with = "target")]
     log: Option<PathBuf>,
-    #[command(flatten)]
-    common: Common,
+    /// An option, as for record (repeatable)
+    #[arg(short = 'k', long = "key", value_name = "KEY=VALUE")]
+    keys: Vec<String>,
+    /// The program and its arguments (after `--`, which tells them from LOG|DIR)
+    #[arg(value_name = "CMD", required = true, last = true)]
+    cmd: Vec<OsString>,
 }
 
 #[derive(clap::Args)]
@@ -121,7 +125,12 @@ pub struct Common {
     #[arg(short = 'k', long = "key", value_name = "KEY=VALUE")]
     keys: Vec<String>,
     /// The program and its arguments (after `--`)
-    #[arg(value_name = "CMD", required = true, last = true)]
+    #[arg(
+        value_name = "CMD",
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
     pub cmd: Vec<OsString>,
 }
 
@@ -324,6 +333,21 @@ pub fn program_name(cmd: &[OsString]) -> String {
 pub fn record_into(c: &Common, dest: Option<Dest>, announce: bool) -> Res<(u8, Dest)> {
     let mut s = Setup::new(c, "record")?;
     let first = c.cmd.first().cloned().unwrap_or_default();
+    // A program that cannot be found leaves no recording behind.
+    if runtime::which(&first).is_none() {
+        return Err(Fail::new(
+            EXIT_NOT_FOUND,
+            format!(
+                "{}: cannot run: not found{}",
+                first.to_string_lossy(),
+                if first.as_encoded_bytes().contains(&b'/') {
+                    ""
+                } else {
+                    " on PATH"
+                }
+            ),
+        ));
+    }
     // The hooks first: a missing part fails before a directory is made.
     // Expanded once, here, so that the program's log and its .stdio carry the same pid and
     // time (the front end would expand %p with its own pid).
@@ -400,8 +424,12 @@ fn summary(dest: &Dest) {
 }
 
 pub fn replay(a: ReplayArgs) -> Res<u8> {
-    let mut s = Setup::new(&a.common, "replay")?;
-    let first = a.common.cmd.first().cloned().unwrap_or_default();
+    let common = Common {
+        keys: a.keys,
+        cmd: a.cmd,
+    };
+    let mut s = Setup::new(&common, "replay")?;
+    let first = common.cmd.first().cloned().unwrap_or_default();
     let target = match a.target.or(a.log) {
         Some(t) => t,
         None => {
@@ -427,7 +455,7 @@ pub fn replay(a: ReplayArgs) -> Res<u8> {
         s.tree(&dir, &claims);
         let out = dir.join(recordings::OUTPUT);
         let stdio = (s.options.verify_output && out.is_file()).then_some(out);
-        let code = launch(s, &a.common, Mode::Replay, stdio)?;
+        let code = launch(s, &common, Mode::Replay, stdio)?;
         not_replayed(&dir, &claims, code);
         return Ok(code);
     }
@@ -452,14 +480,15 @@ pub fn replay(a: ReplayArgs) -> Res<u8> {
         );
         None
     };
-    let code = launch(s, &a.common, Mode::Replay, stdio)?;
+    let code = launch(s, &common, Mode::Replay, stdio)?;
     not_replayed(&tree_at, &claims, code);
     Ok(code)
 }
 
 /// Says which recorded processes did not run again: the program took another path.
 fn not_replayed(tree_at: &Path, claims: &Claims, code: u8) {
-    if code == EXIT_DIVERGENCE {
+    // Stopped by a divergence, or refused before it ran: the report or error says it all.
+    if code == EXIT_DIVERGENCE || i32::from(code) == replay_core::session::EXIT_WRONG_LOG {
         return;
     }
     let ran = claims.ids();
