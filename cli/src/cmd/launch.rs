@@ -125,12 +125,7 @@ pub struct Common {
     #[arg(short = 'k', long = "key", value_name = "KEY=VALUE")]
     keys: Vec<String>,
     /// The program and its arguments (after `--`)
-    #[arg(
-        value_name = "CMD",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]
     pub cmd: Vec<OsString>,
 }
 
