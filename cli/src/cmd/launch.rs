@@ -28,7 +28,7 @@ use super::runtime::{self, Kind};
 use crate::log::{self, Fail, Res};
 use replay_core::options::{expand_path, OptError};
 use replay_core::{tree, Core, Frontend, Mode, Options, Stream, Verdict};
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::process::ExitStatusExt;
@@ -181,8 +181,25 @@ impl Setup {
 
     /// Adds the runtimes' hooks for `mode`, with `log` for a one-log recording. Fails (one
     /// line) when the part the command itself needs is missing.
-    fn hooks(&mut self, cmd: &OsStr) -> Res<Kind> {
+    fn hooks(&mut self, argv: &[OsString]) -> Res<Kind> {
+        let cmd = argv.first().map(OsString::as_os_str).unwrap_or_default();
         let kind = runtime::detect(cmd);
+        // A command that loads the agent or the addon itself keeps its own (loaded twice,
+        // the agent would start two sessions).
+        let args: Vec<String> = argv
+            .iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let own_agent = args
+            .iter()
+            .any(|a| a.starts_with("-agentpath:") && a.contains("libreplay"));
+        let own_addon = args
+            .windows(2)
+            .any(|w| (w[0] == "--require" || w[0] == "-r") && w[1].contains("replay"))
+            || args
+                .iter()
+                .any(|a| a.starts_with("--require=") && a.contains("replay"));
         let missing = |part: &str, what: &str| {
             Fail::new(
                 EXIT_USAGE,
@@ -192,6 +209,7 @@ impl Setup {
             )
         };
         match runtime::find_lib(runtime::AGENT) {
+            _ if own_agent => {}
             Some(agent) => {
                 // `env`: the agent reads REPLAY_MODE, REPLAY_LOG and REPLAY_<KEY> as the
                 // C header does, so this text is the same in record and replay.
@@ -201,7 +219,12 @@ impl Setup {
             None if kind == Kind::Java => return Err(missing(runtime::AGENT, "the JVM agent")),
             None => {}
         }
-        let node = runtime::find_lib(runtime::NODE_ADDON)
+        let addon = if own_addon {
+            None
+        } else {
+            runtime::find_lib(runtime::NODE_ADDON)
+        };
+        let node = addon
             .ok_or_else(|| missing(runtime::NODE_ADDON, "the Node addon"))
             .and_then(|addon| {
                 runtime::node_dir(&addon).map_err(|e| {
@@ -209,6 +232,7 @@ impl Setup {
                 })
             });
         match node {
+            _ if own_addon => {}
             Ok(dir) => {
                 let opt = format!("--require={}", runtime::node_quote(&dir.join("index.js")));
                 runtime::append_opt("NODE_OPTIONS", &opt, &mut self.env);
@@ -350,7 +374,7 @@ pub fn record_into(c: &Common, dest: Option<Dest>, announce: bool) -> Res<(u8, D
         Some(Dest::File(l)) => Some(expand_path(l)),
         _ => None,
     };
-    let kind = s.hooks(&first)?;
+    let kind = s.hooks(&c.cmd)?;
     let dest = match (dest, file) {
         (Some(Dest::File(_)), Some(f)) => Dest::File(f),
         (Some(d), _) => d,
@@ -424,7 +448,6 @@ pub fn replay(a: ReplayArgs) -> Res<u8> {
         cmd: a.cmd,
     };
     let mut s = Setup::new(&common, "replay")?;
-    let first = common.cmd.first().cloned().unwrap_or_default();
     let target = match a.target.or(a.log) {
         Some(t) => t,
         None => {
@@ -445,7 +468,7 @@ pub fn replay(a: ReplayArgs) -> Res<u8> {
                 ),
             ));
         }
-        s.hooks(&first)?;
+        s.hooks(&common.cmd)?;
         let claims = Claims::new()?;
         s.tree(&dir, &claims);
         let out = dir.join(recordings::OUTPUT);
@@ -460,7 +483,7 @@ pub fn replay(a: ReplayArgs) -> Res<u8> {
     if target.exists() || !(s.options.verify_output && stdio.exists()) {
         log::open(&target)?;
     }
-    s.hooks(&first)?;
+    s.hooks(&common.cmd)?;
     let claims = Claims::new()?;
     let tree_at = recordings::absolute(&target);
     s.tree(&tree_at, &claims);
