@@ -41,9 +41,13 @@ pub const ENV_CLAIMS: &str = "REPLAY_TREE_CLAIMS";
 /// The id of the nearest recorded ancestor.
 pub const ENV_ID: &str = "REPLAY_TREE_ID";
 
-/// Whether an environment variable belongs to the tree (not an option of the core).
+/// Where the launcher puts recordings (read by the launcher only).
+pub const ENV_RECORDINGS: &str = "REPLAY_DIR";
+
+/// Whether an environment variable belongs to the tree or the launcher (not an option of the
+/// core, and not one a front end should warn about).
 pub fn is_tree_var(name: &str) -> bool {
-    name == ENV_TREE || name == ENV_CLAIMS || name == ENV_ID
+    name == ENV_TREE || name == ENV_CLAIMS || name == ENV_ID || name == ENV_RECORDINGS
 }
 
 /// The log file name of process `id` running `program`.

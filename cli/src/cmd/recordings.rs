@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// The launcher's output log in a recording directory.
 pub const OUTPUT: &str = "output.replay";
 /// The variable that moves the recordings directory.
-pub const ENV_DIR: &str = "REPLAY_DIR";
+pub const ENV_DIR: &str = tree::ENV_RECORDINGS;
 const LATEST: &str = "latest";
 
 pub const EXIT_USAGE: u8 = 2;
