@@ -82,11 +82,13 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// The tree [`ENV_TREE`] names: a directory, or a `.replay` file that is not one.
+    /// The tree [`ENV_TREE`] names: a directory (the launcher makes it before the program
+    /// runs), else a log file.
     pub fn of(path: &Path) -> Tree {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        match name.strip_suffix(".replay") {
-            Some(stem) if !path.is_dir() && !stem.is_empty() => Tree {
+        let stem = name.strip_suffix(".replay").unwrap_or(name);
+        match stem {
+            stem if !path.is_dir() && !stem.is_empty() => Tree {
                 dir: path
                     .parent()
                     .filter(|p| !p.as_os_str().is_empty())
@@ -341,5 +343,8 @@ mod tests {
         fs::write(d.path().join("app.1.1-x.js.replay"), "").unwrap();
         let ids: Vec<String> = f.logs().unwrap().into_iter().map(|x| x.0).collect();
         assert_eq!(ids, ["1", "1.1"]);
+        let g = Tree::of(&d.path().join("app.log"));
+        assert_eq!(g.path("1", "c"), d.path().join("app.log"));
+        assert_eq!(g.path("2", "c"), d.path().join("app.log.2-c.replay"));
     }
 }

@@ -383,6 +383,16 @@ pub fn record_into(c: &Common, dest: Option<Dest>, announce: bool) -> Res<(u8, D
     let claims;
     let stdio = match &dest {
         Dest::File(f) => {
+            // Recording to a file replaces what an earlier recording left there (logs are
+            // created exclusively, so that a process never writes into another's).
+            let old = tree::Tree::of(Path::new(f)).logs().unwrap_or_default();
+            for p in old
+                .into_iter()
+                .map(|x| x.1)
+                .chain([stdio_path(Path::new(f))])
+            {
+                let _ = std::fs::remove_file(p);
+            }
             claims = Claims::new()?;
             s.tree(&recordings::absolute(Path::new(f)), &claims);
             s.options.verify_output.then(|| stdio_path(Path::new(f)))
