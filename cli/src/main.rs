@@ -51,10 +51,15 @@ enum Cmd {
     Timeline(cmd::timeline::Args),
     Record(cmd::launch::RecordArgs),
     Replay(cmd::launch::ReplayArgs),
+    Ls(cmd::recordings::LsArgs),
+    Hunt(cmd::hunt::Args),
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return usage_error(e),
+    };
     let r = match cli.cmd {
         Cmd::Info(a) => cmd::info::run(a),
         Cmd::Dump(a) => cmd::dump::run(a),
@@ -63,6 +68,8 @@ fn main() -> ExitCode {
         Cmd::Timeline(a) => cmd::timeline::run(a),
         Cmd::Record(a) => cmd::launch::record(a),
         Cmd::Replay(a) => cmd::launch::replay(a),
+        Cmd::Ls(a) => cmd::recordings::ls(a),
+        Cmd::Hunt(a) => cmd::hunt::run(a),
     };
     match r {
         Ok(code) => ExitCode::from(code),
@@ -73,4 +80,38 @@ fn main() -> ExitCode {
             ExitCode::from(f.code)
         }
     }
+}
+
+/// Help and version as clap prints them; any other error as one line and exit 2.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+    }
+    let text = e.render().to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut first = lines
+        .next()
+        .unwrap_or("bad arguments")
+        .trim_start_matches("error: ")
+        .to_string();
+    // "the following required arguments were not provided:" names them on the next line.
+    if first.ends_with(':') {
+        if let Some(next) = lines.next() {
+            first = format!("{first} {next}");
+        }
+    }
+    let hint = if e.kind() == ErrorKind::MissingRequiredArgument && first.contains("<CMD>") {
+        " (the program goes after `--`: replay record -- CMD ARGS...)"
+    } else {
+        ""
+    };
+    eprintln!("replay: {first}{hint}; see `replay --help`");
+    ExitCode::from(2)
 }

@@ -1,4 +1,4 @@
-//! `replay record` / `replay replay`: the child gets REPLAY_MODE, REPLAY_LOG and
+//! `replay record` / `replay replay`: the child gets REPLAY_MODE, REPLAY_TREE and
 //! REPLAY_<KEY>, and the launcher exits with the child's status. Its stdout, stderr and
 //! exit status are recorded into LOG.stdio and compared with it on replay.
 
@@ -19,6 +19,8 @@ struct Raw {
 fn launch_in(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Raw {
     let o = Command::new(BIN)
         .current_dir(dir)
+        // Recordings without -o go under the test's directory, never the user's.
+        .env("REPLAY_DIR", dir.join("recs"))
         .envs(env.iter().copied())
         .args(args)
         .output()
@@ -30,10 +32,23 @@ fn launch_in(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Raw {
     }
 }
 
+/// The program's own stderr: without the launcher's line saying where it records and its
+/// summary line after the run (which follows the program's last byte, newline or not).
+fn own(stderr: &str) -> String {
+    let s = match stderr.split_once('\n') {
+        Some((first, rest)) if first.starts_with("replay: recording") => rest,
+        _ => stderr,
+    };
+    match s.rfind("replay: recorded ") {
+        Some(i) if s[i..].lines().count() == 1 => s[..i].to_string(),
+        _ => s.to_string(),
+    }
+}
+
 /// The program: its stdout depends on an environment variable no hook covers.
 const ECHO_X: &str = "echo \"X=$X\"; echo err >&2";
 
-const SHOW: &str = "echo \"mode=$REPLAY_MODE log=${REPLAY_LOG-unset} policy=${REPLAY_POLICY-unset} x=${REPLAY_MY_KEY-unset}\"";
+const SHOW: &str = "echo \"mode=$REPLAY_MODE tree=${REPLAY_TREE-unset} policy=${REPLAY_POLICY-unset} x=${REPLAY_MY_KEY-unset} log=${REPLAY_LOG-unset}\"";
 
 /// The text of `s` with the digits of pids and times replaced by `N`.
 fn digits_as_n(s: &str) -> String {
@@ -69,41 +84,79 @@ fn record_passes_environment_and_status() {
         ],
     );
     assert_eq!(r.code, 0, "{}", r.stderr);
-    // %p is expanded by the launcher, so that the log and its .stdio are a pair.
+    // %p is expanded by the launcher, so that the log and its .stdio are a pair. The program
+    // gets the tree (absolute), not REPLAY_LOG: a child inheriting it would take its log.
     let out = String::from_utf8(r.stdout).unwrap();
+    let tree = out
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .strip_prefix("tree=")
+        .unwrap();
+    assert!(Path::new(tree).is_absolute(), "{out}");
     assert_eq!(
-        digits_as_n(&out),
-        "mode=record log=out-N.replay policy=warn-live x=N\n"
+        digits_as_n(&out.replace(tree, "TREE")),
+        "mode=record tree=TREE policy=warn-live x=N log=unset\n"
     );
-    let log = out.split(' ').nth(1).unwrap().strip_prefix("log=").unwrap();
-    assert!(d.path().join(format!("{log}.stdio")).is_file());
-    // Without --log the launcher names the log (and says so), for the same reason.
+    assert!(tree.ends_with(".replay"), "{tree}");
+    assert!(Path::new(&format!("{tree}.stdio")).is_file());
+    let log = Path::new(tree).file_name().unwrap().to_str().unwrap();
+    let last = r.stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with("replay: recorded 1 events (") && last.ends_with(&format!(") in {log}")),
+        "{}",
+        r.stderr
+    );
+    // Without -o the recording is a new directory in the recordings directory, said before
+    // and after the run.
     let r = launch_in(
         d.path(),
         &[],
         &["record", "--", "sh", "-c", &format!("{SHOW}; exit 7")],
     );
     assert_eq!(r.code, 7);
+    let recs = d.path().join("recs");
+    let made: Vec<_> = std::fs::read_dir(&recs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "latest")
+        .collect();
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert!(made[0].starts_with("sh-"), "{made:?}");
+    let dir = recs.join(&made[0]);
     assert_eq!(
-        digits_as_n(&String::from_utf8(r.stdout).unwrap()),
-        "mode=record log=replay-N.replay policy=unset x=unset\n"
+        String::from_utf8(r.stdout).unwrap(),
+        format!(
+            "mode=record tree={} policy=unset x=unset log=unset\n",
+            dir.display()
+        )
     );
-    assert!(
-        digits_as_n(&r.stderr).starts_with(
-            "replay: recording to replay-N.replay, the program's output to replay-N.replay.stdio"
-        ),
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!("replay: recording into {}", dir.display()),
+            format!(
+                "replay: recorded 1 events from 0 processes ({:.1} KiB) in {}",
+                std::fs::metadata(dir.join("output.replay")).unwrap().len() as f64 / 1024.0,
+                dir.display()
+            )
+        ],
         "{}",
         r.stderr
     );
-    // With the output not recorded, the front end names the log, as before.
+    // With the output not recorded there is no output log, and still a recording.
     let r = launch_in(
         d.path(),
         &[],
         &["record", "-k", "verify-output=off", "--", "sh", "-c", SHOW],
     );
-    assert_eq!(
-        String::from_utf8(r.stdout).unwrap(),
-        "mode=record log=unset policy=unset x=unset\n"
+    assert!(
+        String::from_utf8(r.stdout)
+            .unwrap()
+            .starts_with("mode=record tree=/"),
+        "{}",
+        r.stderr
     );
     // Without `--` too: everything from the program on is its own.
     let r = launch_in(
@@ -127,7 +180,7 @@ fn replay_checks_the_log_first() {
         "--",
         "sh",
         "-c",
-        "echo $REPLAY_MODE $REPLAY_LOG $REPLAY_TIMEOUT; exit 86",
+        "echo $REPLAY_MODE $REPLAY_TREE $REPLAY_TIMEOUT; exit 86",
     ]);
     assert_eq!(r.code, 86);
     assert_eq!(r.stdout, format!("replay {} 30s\n", p(&log)));
@@ -139,10 +192,14 @@ fn replay_checks_the_log_first() {
         "the program must not run: {}",
         r.stdout
     );
-    assert_eq!(
-        replay(&["replay", "--", "true"]).code,
-        2,
-        "--log is required"
+    // Without a log: the latest recording, and there is none here.
+    let r = launch_in(d.path(), &[], &["replay", "--", "true"]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with("replay: no recordings in "),
+        "{}",
+        r.stderr
     );
 }
 
@@ -178,7 +235,7 @@ fn signals_bad_keys_and_missing_programs() {
     assert_eq!(
         std::fs::read_dir(d.path()).unwrap().count(),
         0,
-        "a program that cannot run leaves no output log"
+        "a program that cannot be found leaves no recording"
     );
     assert!(
         r.stderr
@@ -220,7 +277,7 @@ fn output_that_depends_on_an_unhooked_input_diverges() {
     let rec = record_sh(d.path(), &[("X", "one")], ECHO_X);
     assert_eq!(rec.code, 0, "{}", rec.stderr);
     assert_eq!(rec.stdout, b"X=one\n", "the output passes through");
-    assert_eq!(rec.stderr, "err\n");
+    assert_eq!(own(&rec.stderr), "err\n");
     let info = replay(&["info", p(&d.path().join("a.replay.stdio"))]);
     assert!(
         info.stdout.contains("runtime:   launcher "),
@@ -289,7 +346,11 @@ fn verify_output_off_compares_and_records_nothing() {
     let off = replay_sh(d.path(), &[("X", "two")], &["verify-output=off"], ECHO_X);
     assert_eq!(off.code, 0, "{}", off.stderr);
     assert_eq!(off.stdout, b"X=two\n");
-    assert_eq!(off.stderr, "err\n");
+    // The log there is no process to replay (sh has no front end) is said.
+    assert_eq!(
+        off.stderr,
+        "err\nreplay: note: recorded process 1 (a.replay) did not run in this replay\n"
+    );
     // Not recorded either: no output log, so replay says in one line it cannot compare.
     let r = launch_in(
         d.path(),
@@ -320,13 +381,16 @@ fn verify_output_off_compares_and_records_nothing() {
         "{}",
         r.stderr
     );
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 2, "{}", r.stderr);
     assert!(
         r.stderr
             .starts_with("replay: note: b.replay.stdio does not exist"),
         "{}",
         r.stderr
     );
+    assert!(r
+        .stderr
+        .ends_with("(b.replay) did not run in this replay\n"));
 }
 
 #[test]
@@ -540,7 +604,7 @@ fn a_c_program_whose_output_depends_on_its_pid_diverges() {
     let run = |mode: &str| launch_in(d.path(), &[], &[mode, "--log", "pid.replay", "--", p(&exe)]);
     let rec = run("record");
     assert_eq!(rec.code, 0, "{}", rec.stderr);
-    assert_eq!(rec.stderr, "no newline");
+    assert_eq!(own(&rec.stderr), "no newline");
     let rep = run("replay");
     assert_eq!(rep.code, 86, "{}", rep.stderr);
     let e = &rep.stderr;

@@ -29,6 +29,7 @@ pub mod recorder;
 pub mod replayer;
 pub mod report;
 pub mod session;
+pub mod tree;
 pub mod varint;
 pub mod writer;
 

@@ -278,7 +278,8 @@ impl Options {
         let mut unknown = Vec::new();
         let mut vars: Vec<(String, String)> = vars
             .into_iter()
-            .filter(|(k, _)| k.starts_with("REPLAY_"))
+            // The tree's variables are read by `tree`, not options.
+            .filter(|(k, _)| k.starts_with("REPLAY_") && !crate::tree::is_tree_var(k))
             .collect();
         // MODE first, so that errors in other keys are reported in a stable order.
         vars.sort_by_key(|(k, _)| (k != "REPLAY_MODE", k.clone()));

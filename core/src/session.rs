@@ -270,6 +270,25 @@ impl Core {
         let log = match (&options.log, options.mode) {
             (_, Mode::Off) => return Ok(None),
             (Some(l), _) => expand_path(l),
+            // One process of a recorded tree: its log is named by its place in the tree.
+            (None, mode) if std::env::var_os(crate::tree::ENV_TREE).is_some_and(|d| !d.is_empty()) => {
+                let argv: Vec<String> = match fe.argv {
+                    Some(a) => a.to_vec(),
+                    None => std::env::args_os()
+                        .map(|a| a.to_string_lossy().into_owned())
+                        .collect(),
+                };
+                let me = crate::tree::Me {
+                    runtime: fe.runtime,
+                    program: fe.program,
+                    argv: &argv,
+                };
+                match crate::tree::resolve(mode, &me)? {
+                    // Already a file name: % is not expanded.
+                    Some(p) => p.to_string_lossy().into_owned(),
+                    None => return Ok(None),
+                }
+            }
             (None, Mode::Record) => {
                 let l = expand_path(fe.default_log);
                 eprintln!("replay: recording to {l} (set the log option to choose the file)");

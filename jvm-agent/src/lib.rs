@@ -281,7 +281,36 @@ pub unsafe extern "C" fn Agent_OnLoad(
     })
 }
 
+/// The option list the `REPLAY_*` environment variables spell (`REPLAY_MODE=record` ->
+/// `mode=record`), for the option string `env`: the launcher's JAVA_TOOL_OPTIONS is then the
+/// same text in record and replay, and so is the "Picked up JAVA_TOOL_OPTIONS" line every
+/// JVM prints, which a parent reading a child JVM's stderr would otherwise see differ.
+fn env_options() -> String {
+    let mut items = Vec::new();
+    for (k, v) in std::env::vars_os() {
+        let (Some(k), Some(v)) = (k.to_str(), v.to_str()) else {
+            continue;
+        };
+        let Some(key) = k.strip_prefix("REPLAY_") else {
+            continue;
+        };
+        let key = key.to_ascii_lowercase().replace('_', "-");
+        // Only the core's keys: the C header's and Node's own are not the agent's business.
+        if key == "cache" || Options::default().set(&key, Some(v)).is_ok() {
+            items.push(format!("{key}={v}"));
+        }
+    }
+    items.join(",")
+}
+
 unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
+    let from_env;
+    let text = if text.trim() == "env" {
+        from_env = env_options();
+        &from_env
+    } else {
+        text
+    };
     let (opts, warnings) = parse_options(text)?;
     let cache = cache_option(text)?;
     for w in warnings {

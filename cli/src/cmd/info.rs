@@ -16,8 +16,8 @@ The status is `complete`, `cut at offset N: <why>` or `corrupt at offset N: <why
 A cut or corrupt log is still summarised (what was readable), and the exit code is 1."
 )]
 pub struct Args {
-    /// The log file
-    #[arg(value_name = "LOG")]
+    /// The log file, or a recording directory (lists its processes)
+    #[arg(value_name = "LOG|DIR")]
     log: PathBuf,
     /// Print one JSON object instead of text
     #[arg(long)]
@@ -25,6 +25,10 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Res<u8> {
+    // A recording directory (`replay record`): its processes, then each log on its own.
+    if a.log.is_dir() {
+        return crate::cmd::recordings::info_dir(&a.log, a.json);
+    }
     let mut reader = log::open(&a.log)?;
     let mut kinds: BTreeMap<u32, u64> = BTreeMap::new();
     let mut threads: BTreeMap<u32, u64> = BTreeMap::new();

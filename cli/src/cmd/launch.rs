@@ -23,9 +23,11 @@
 //! end (`replay: DIVERGENCE: ...`) ends the comparison: the program reported itself, and a
 //! second report of the launcher on the report's own text would only bury it.
 
+use super::recordings;
+use super::runtime::{self, Kind};
 use crate::log::{self, Fail, Res};
 use replay_core::options::{expand_path, OptError};
-use replay_core::{Core, Frontend, Mode, Options, Stream, Verdict};
+use replay_core::{tree, Core, Frontend, Mode, Options, Stream, Verdict};
 use std::ffi::OsString;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
@@ -41,37 +43,39 @@ const EXIT_DIVERGENCE: u8 = replay_core::EXIT_DIVERGENCE as u8;
 
 /// Appended to the program's log to name the log of its output.
 const STDIO_SUFFIX: &str = ".stdio";
-/// `record` without `--log`, when the output is recorded: the launcher names the log (the
-/// C header's default name), so that the output log can sit next to it.
-const DEFAULT_LOG: &str = "replay-%p.replay";
 
 #[derive(clap::Args)]
 #[command(
-    about = "Run a program under record: REPLAY_MODE=record, its output recorded too",
+    about = "Record a program (Java, Node, C, or a script running them) and what it starts",
     after_help = "Examples:
-  replay record --log app.replay -- ./app --port 8080
-  replay record --log 'run-%p.replay' -k sync=true -- node --require replay-node app.js
-  replay record -- ./app                        # the log is replay-<pid>.replay
-  replay record --log app.replay -k verify-output=off -- ./app   # output not recorded
+  replay record -- java -cp build Main          # into the recordings directory
+  replay record -- node app.js --port 8080
+  replay record -- ./run-tests.sh               # a script: every JVM and Node it starts
+  replay record -o /tmp/rec -- ./app            # into the directory /tmp/rec
+  replay record -o app.replay -- ./app          # one process, one log (and app.replay.stdio)
+  replay record -k sync=true -- node app.js
 
-Sets REPLAY_MODE=record, REPLAY_LOG=FILE and REPLAY_<KEY>=VALUE for each -k KEY=VALUE
-(KEY upper-cased, '-' becomes '_') in the program's environment; other REPLAY_* variables
-already set are passed on. %p (the launcher's pid) and %t in FILE are expanded here.
+The program is started with the JVM agent (JAVA_TOOL_OPTIONS=-agentpath:libreplay.so=...),
+the Node addon (NODE_OPTIONS=--require=...) and the C header's environment (REPLAY_MODE,
+REPLAY_<KEY> for each -k KEY=VALUE), all taken from this build, whatever the program is:
+every JVM and Node process it starts, at any depth, is recorded too, each into its own log
+in the recording directory, named by its place in the process tree (`replay info DIR`).
 
-The program's stdout and stderr pass through the launcher unchanged, and are recorded
-with its exit status into FILE.stdio, which `replay replay` compares the replay with.
--k verify-output=off records no output (the program then writes to the launcher's
-stdout and stderr directly, and without --log its front end names the log).
+Without -o, the recording goes into $REPLAY_DIR, else $XDG_DATA_HOME/replay/recordings,
+else ~/.local/share/replay/recordings (`replay ls` lists them). The program's stdout,
+stderr and exit status pass through unchanged and are recorded too (DIR/output.replay),
+unless -k verify-output=off. A summary line (events, size, where) ends the run.
 
 Exits with the program's status (128+N if signal N killed it, 126 if it cannot be run,
-127 if it is not found).
-Java: the agent takes its options on its command line, java
--agentpath:/path/libreplay.so=record,log=FILE[,key=value...]; give the launcher the same
---log FILE so that FILE.stdio pairs with it."
+127 if it is not found); 2 for the launcher's own errors."
 )]
 pub struct RecordArgs {
-    /// The log to write (`%p` = pid, `%t` = time); its output log is FILE.stdio
-    #[arg(long, value_name = "FILE")]
+    /// Where to record: a directory (the program and every process it starts), or a file
+    /// ending in .replay (the program's one log)
+    #[arg(short = 'o', long = "output", value_name = "DIR|FILE.replay")]
+    output: Option<String>,
+    /// One log FILE for the program (%p = pid, %t = time), its output in FILE.stdio
+    #[arg(long, value_name = "FILE", conflicts_with = "output")]
     log: Option<String>,
     #[command(flatten)]
     common: Common,
@@ -79,58 +83,59 @@ pub struct RecordArgs {
 
 #[derive(clap::Args)]
 #[command(
-    about = "Run a program under replay of a log: REPLAY_MODE=replay, its output compared",
+    about = "Run a program again under replay of a recording (default: the latest)",
     after_help = "Examples:
-  replay replay --log app.replay -- ./app --port 8080
-  replay replay --log app.replay -k policy=warn-live -k timeout=30s -- node --require replay-node app.js
+  replay replay -- java -cp build Main            # the latest recording
+  replay replay ~/.local/share/replay/recordings/node-20250101-120000 -- node app.js
+  replay replay app.replay -- ./app
+  replay replay -k policy=warn-live -k timeout=30s -- node app.js
 
-Checks that LOG is a readable replay log (exit 3 if not; a program without a front end
-has only LOG.stdio, which is enough), then sets REPLAY_MODE=replay, REPLAY_LOG=LOG and
-REPLAY_<KEY>=VALUE for each -k, and runs the program.
-
-When LOG.stdio exists (written by `replay record`), the program's stdout and stderr pass
-through the launcher unchanged and are compared with the recorded ones, each as one byte
-stream, and its exit status with the recorded status. The first difference is a
-divergence, reported on stderr with the stream, byte offset, line, and the recorded and
-replayed line; under the default policy abort the program is killed and the exit status
-is 86. -k verify-output=off compares nothing.
+Without LOG|DIR, replays the latest recording (`replay ls`) and says which. Every process
+of the program that was recorded gets its own log back: the same process in the tree, by
+its parent, program and arguments. The program's stdout and stderr pass through and are
+compared with the recorded ones, each as one byte stream, and its exit status with the
+recorded status. The first difference is a divergence, reported on stderr with the stream,
+byte offset, line, and the recorded and replayed line; under the default policy abort the
+program is stopped and the exit status is 86. -k verify-output=off compares nothing.
 
 Exits with the program's status: 86 means it diverged from the recording (the report is
 on stderr); 128+N if signal N killed it, 126 if it cannot be run, 127 if it is not found;
-3 if LOG.stdio belongs to another program.
-Java: use `java -agentpath:/path/libreplay.so=replay,log=FILE[,key=value...]`, with
---log FILE given to the launcher too for the output comparison."
+3 if the recording cannot be read or belongs to another program; 2 for usage errors."
 )]
 pub struct ReplayArgs {
-    /// The log to replay (its output log is LOG.stdio)
-    #[arg(long, value_name = "FILE", required = true)]
-    log: PathBuf,
-    #[command(flatten)]
-    common: Common,
+    /// The recording: a directory `replay record` wrote, or a log file
+    #[arg(value_name = "LOG|DIR")]
+    target: Option<PathBuf>,
+    /// The log to replay (its output log is LOG.stdio); the same as LOG|DIR
+    #[arg(long, value_name = "FILE", conflicts_with = "target")]
+    log: Option<PathBuf>,
+    /// An option, as for record (repeatable)
+    #[arg(short = 'k', long = "key", value_name = "KEY=VALUE")]
+    keys: Vec<String>,
+    /// The program and its arguments (after `--`, which tells them from LOG|DIR)
+    #[arg(value_name = "CMD", required = true, last = true)]
+    cmd: Vec<OsString>,
 }
 
 #[derive(clap::Args)]
-struct Common {
-    /// An option, passed as REPLAY_<KEY>=VALUE (repeatable) and used by the launcher's own
-    /// output check, e.g. policy=warn-live, order=relaxed, timeout=30s, flush=50ms,
-    /// sync=true, compress=off, verify-output=off
+pub struct Common {
+    /// An option, passed as REPLAY_<KEY>=VALUE and to the JVM agent (repeatable), and used by
+    /// the launcher's own output check, e.g. policy=warn-live, order=relaxed, timeout=30s,
+    /// flush=50ms, sync=true, compress=off, verify-output=off
     #[arg(short = 'k', long = "key", value_name = "KEY=VALUE")]
     keys: Vec<String>,
     /// The program and its arguments (after `--`)
-    #[arg(
-        value_name = "CMD",
-        required = true,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
-    cmd: Vec<OsString>,
+    #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]
+    pub cmd: Vec<OsString>,
 }
 
 /// The program's environment additions, and the options of the launcher's own core.
 struct Setup {
     env: Vec<(String, OsString)>,
+    /// Variables of this process's environment the program must not inherit.
+    remove: Vec<String>,
     options: Options,
-    /// Said once the program runs: the log the launcher chose.
+    /// Said once the program runs: where the recording goes.
     announce: Option<String>,
 }
 
@@ -155,51 +160,343 @@ impl Setup {
                 v.into(),
             ));
         }
+        // A tree this launcher runs in (a recorded program running `replay`) is not the
+        // program's: it starts a tree of its own, or none.
+        let remove = [
+            tree::ENV_TREE,
+            tree::ENV_CLAIMS,
+            tree::ENV_ID,
+            "REPLAY_LOG",
+            recordings::ENV_DIR,
+        ]
+        .map(String::from)
+        .to_vec();
         Ok(Setup {
             env,
+            remove,
             options,
             announce: None,
         })
     }
+
+    /// Adds the runtimes' hooks for `mode`, with `log` for a one-log recording. Fails (one
+    /// line) when the part the command itself needs is missing.
+    fn hooks(&mut self, argv: &[OsString]) -> Res<Kind> {
+        let cmd = argv.first().map(OsString::as_os_str).unwrap_or_default();
+        let kind = runtime::detect(cmd);
+        // A command that loads the agent or the addon itself keeps its own (loaded twice,
+        // the agent would start two sessions).
+        let args: Vec<String> = argv
+            .iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let own_agent = args
+            .iter()
+            .any(|a| a.starts_with("-agentpath:") && a.contains("libreplay"));
+        let own_addon = args
+            .windows(2)
+            .any(|w| (w[0] == "--require" || w[0] == "-r") && w[1].contains("replay"))
+            || args
+                .iter()
+                .any(|a| a.starts_with("--require=") && a.contains("replay"));
+        let missing = |part: &str, what: &str| {
+            Fail::new(
+                EXIT_USAGE,
+                format!(
+                    "cannot find {part} ({what}) next to the replay binary or in ../lib: build it with `cargo build --release --workspace`"
+                ),
+            )
+        };
+        match runtime::find_lib(runtime::AGENT) {
+            _ if own_agent => {}
+            Some(agent) => {
+                // `env`: the agent reads REPLAY_MODE, REPLAY_LOG and REPLAY_<KEY> as the
+                // C header does, so this text is the same in record and replay.
+                let opt = format!("-agentpath:{}=env", agent.display());
+                runtime::append_opt("JAVA_TOOL_OPTIONS", &opt, &mut self.env);
+            }
+            None if kind == Kind::Java => return Err(missing(runtime::AGENT, "the JVM agent")),
+            None => {}
+        }
+        let addon = if own_addon {
+            None
+        } else {
+            runtime::find_lib(runtime::NODE_ADDON)
+        };
+        let node = addon
+            .ok_or_else(|| missing(runtime::NODE_ADDON, "the Node addon"))
+            .and_then(|addon| {
+                runtime::node_dir(&addon).map_err(|e| {
+                    Fail::new(EXIT_USAGE, format!("cannot set up the Node addon: {e}"))
+                })
+            });
+        match node {
+            _ if own_addon => {}
+            Ok(dir) => {
+                let opt = format!("--require={}", runtime::node_quote(&dir.join("index.js")));
+                runtime::append_opt("NODE_OPTIONS", &opt, &mut self.env);
+            }
+            Err(f) if kind == Kind::Node => return Err(f),
+            Err(_) => {}
+        }
+        Ok(kind)
+    }
+
+    /// Makes the program's processes a tree recorded in (or replayed from) `dir`.
+    fn tree(&mut self, dir: &Path, claims: &Claims) {
+        self.env
+            .push((tree::ENV_TREE.into(), dir.as_os_str().to_owned()));
+        self.env
+            .push((tree::ENV_CLAIMS.into(), claims.0.as_os_str().to_owned()));
+    }
+}
+
+/// This run's directory of places claimed in the process tree (`replay_core::tree`),
+/// removed when the run ends: a replay claims afresh each time.
+struct Claims(PathBuf);
+
+impl Claims {
+    fn new() -> Res<Claims> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let p =
+            std::env::temp_dir().join(format!("replay-tree-{}-{nanos:08x}", std::process::id()));
+        std::fs::create_dir_all(&p)
+            .map_err(|e| Fail::new(EXIT_USAGE, format!("{}: cannot create: {e}", p.display())))?;
+        Ok(Claims(p))
+    }
+
+    /// The ids claimed so far.
+    fn ids(&self) -> Vec<String> {
+        std::fs::read_dir(&self.0)
+            .map(|rd| {
+                rd.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Claims {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Where a recording goes.
+#[derive(Clone)]
+pub enum Dest {
+    /// One log (REPLAY_LOG), its output in FILE.stdio.
+    File(String),
+    /// A recording directory: every process's log, and `output.replay`.
+    Dir(PathBuf),
+}
+
+impl Dest {
+    /// What `-o`/`--log` (or neither) asks for; `None`: a new directory in the recordings
+    /// directory, made once the command is known.
+    fn of(output: Option<&str>, log: Option<&str>) -> Res<Option<Dest>> {
+        Ok(match (output, log) {
+            (_, Some("")) | (Some(""), _) => {
+                return Err(Fail::new(EXIT_USAGE, "-o/--log: empty file name"))
+            }
+            (_, Some(l)) => Some(Dest::File(l.to_string())),
+            (Some(o), None) if o.ends_with(".replay") && !Path::new(o).is_dir() => {
+                Some(Dest::File(o.to_string()))
+            }
+            (Some(o), None) => {
+                let d = recordings::absolute(Path::new(o));
+                if recordings::is_recording(&d) {
+                    return Err(Fail::new(
+                        EXIT_USAGE,
+                        format!("{}: already holds a recording", d.display()),
+                    ));
+                }
+                std::fs::create_dir_all(&d).map_err(|e| {
+                    Fail::new(EXIT_USAGE, format!("{}: cannot create: {e}", d.display()))
+                })?;
+                Some(Dest::Dir(d))
+            }
+            (None, None) => None,
+        })
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Dest::File(f) => f.clone(),
+            Dest::Dir(d) => d.display().to_string(),
+        }
+    }
 }
 
 pub fn record(a: RecordArgs) -> Res<u8> {
-    let mut s = Setup::new(&a.common, "record")?;
-    let log = match &a.log {
-        Some(l) if l.is_empty() => return Err(Fail::new(EXIT_USAGE, "--log: empty file name")),
-        // Expanded once, here, so that the program's log and its .stdio carry the same pid
-        // and time (the front end would expand %p with its own pid).
-        Some(l) if s.options.verify_output => Some(expand_path(l)),
-        Some(l) => Some(l.clone()),
-        None if s.options.verify_output => {
-            let l = expand_path(DEFAULT_LOG);
-            s.announce = Some(format!(
-                "replay: recording to {l}, the program's output to {l}{STDIO_SUFFIX} (use --log to choose the file)"
-            ));
-            Some(l)
-        }
-        None => None,
-    };
-    if let Some(l) = &log {
-        s.env.push(("REPLAY_LOG".into(), l.into()));
+    let dest = Dest::of(a.output.as_deref(), a.log.as_deref())?;
+    let (code, dest) = record_into(&a.common, dest, true)?;
+    summary(&dest);
+    Ok(code)
+}
+
+/// The file name of the command, for names and messages.
+pub fn program_name(cmd: &[OsString]) -> String {
+    cmd.first()
+        .and_then(|p| Path::new(p).file_name())
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Records `c.cmd` into `dest` (a new recording directory when `None`); the program's exit
+/// status and where it was recorded.
+pub fn record_into(c: &Common, dest: Option<Dest>, announce: bool) -> Res<(u8, Dest)> {
+    let mut s = Setup::new(c, "record")?;
+    let first = c.cmd.first().cloned().unwrap_or_default();
+    // A program that cannot be found leaves no recording behind.
+    if runtime::which(&first).is_none() {
+        return Err(Fail::new(
+            EXIT_NOT_FOUND,
+            format!(
+                "{}: cannot run: not found{}",
+                first.to_string_lossy(),
+                if first.as_encoded_bytes().contains(&b'/') {
+                    ""
+                } else {
+                    " on PATH"
+                }
+            ),
+        ));
     }
-    let stdio = match &log {
-        Some(l) if s.options.verify_output => Some(stdio_path(Path::new(l))),
+    // The hooks first: a missing part fails before a directory is made.
+    // Expanded once, here, so that the program's log and its .stdio carry the same pid and
+    // time (the front end would expand %p with its own pid).
+    let file = match &dest {
+        Some(Dest::File(l)) => Some(expand_path(l)),
         _ => None,
     };
-    launch(s, &a.common, Mode::Record, stdio)
+    let kind = s.hooks(&c.cmd)?;
+    let dest = match (dest, file) {
+        (Some(Dest::File(_)), Some(f)) => Dest::File(f),
+        (Some(d), _) => d,
+        (None, _) => Dest::Dir(recordings::create(&program_name(&c.cmd))?),
+    };
+    let claims;
+    let stdio = match &dest {
+        Dest::File(f) => {
+            // Recording to a file replaces what an earlier recording left there (logs are
+            // created exclusively, so that a process never writes into another's).
+            let old = tree::Tree::of(Path::new(f)).logs().unwrap_or_default();
+            for p in old
+                .into_iter()
+                .map(|x| x.1)
+                .chain([stdio_path(Path::new(f))])
+            {
+                let _ = std::fs::remove_file(p);
+            }
+            claims = Claims::new()?;
+            s.tree(&recordings::absolute(Path::new(f)), &claims);
+            s.options.verify_output.then(|| stdio_path(Path::new(f)))
+        }
+        Dest::Dir(d) => {
+            claims = Claims::new()?;
+            s.tree(d, &claims);
+            s.options.verify_output.then(|| d.join(recordings::OUTPUT))
+        }
+    };
+    if announce {
+        let what = match kind {
+            Kind::Other => String::new(),
+            k => format!(" ({} program)", k.name()),
+        };
+        s.announce = Some(format!("replay: recording{what} into {}", dest.describe()));
+    }
+    let code = launch(s, c, Mode::Record, stdio)?;
+    Ok((code, dest))
+}
+
+/// The line after a recording: events, size, where.
+fn summary(dest: &Dest) {
+    match dest {
+        Dest::Dir(d) => {
+            let r = recordings::Recording::read(d);
+            let cut = if r.complete() { "" } else { ", cut" };
+            eprintln!(
+                "replay: recorded {} events from {} process{} ({}{cut}) in {}",
+                r.events(),
+                r.processes.len(),
+                if r.processes.len() == 1 { "" } else { "es" },
+                recordings::human_size(r.size()),
+                d.display()
+            );
+        }
+        Dest::File(f) => {
+            let logs: Vec<PathBuf> = tree::Tree::of(Path::new(f))
+                .logs()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|x| x.1)
+                .chain([stdio_path(Path::new(f))])
+                .filter(|p| p.is_file())
+                .collect();
+            let sums: Vec<_> = logs
+                .iter()
+                .filter_map(|p| recordings::summarize(p).ok())
+                .collect();
+            let events: u64 = sums.iter().map(|s| s.events).sum();
+            let size: u64 = sums.iter().map(|s| s.size).sum();
+            eprintln!(
+                "replay: recorded {events} events ({}) in {f}",
+                recordings::human_size(size)
+            );
+        }
+    }
 }
 
 pub fn replay(a: ReplayArgs) -> Res<u8> {
-    let mut s = Setup::new(&a.common, "replay")?;
-    // Fail here, with the log's own error, rather than inside the program. A program
-    // without a front end has only its output recorded: LOG.stdio without LOG.
-    let stdio = stdio_path(&a.log);
-    if a.log.exists() || !(s.options.verify_output && stdio.exists()) {
-        log::open(&a.log)?;
+    let common = Common {
+        keys: a.keys,
+        cmd: a.cmd,
+    };
+    let mut s = Setup::new(&common, "replay")?;
+    let target = match a.target.or(a.log) {
+        Some(t) => t,
+        None => {
+            let l = recordings::latest()?;
+            eprintln!("replay: replaying the latest recording, {}", l.display());
+            l
+        }
+    };
+    if target.is_dir() {
+        let dir = recordings::absolute(&target);
+        if !recordings::is_recording(&dir) {
+            return Err(Fail::new(
+                log::EXIT_UNREADABLE,
+                format!(
+                    "{}: not a recording (no {} and no process logs)",
+                    dir.display(),
+                    recordings::OUTPUT
+                ),
+            ));
+        }
+        s.hooks(&common.cmd)?;
+        let claims = Claims::new()?;
+        s.tree(&dir, &claims);
+        let out = dir.join(recordings::OUTPUT);
+        let stdio = (s.options.verify_output && out.is_file()).then_some(out);
+        let code = launch(s, &common, Mode::Replay, stdio)?;
+        not_replayed(&dir, &claims, code);
+        return Ok(code);
     }
-    s.env
-        .push(("REPLAY_LOG".into(), a.log.clone().into_os_string()));
+    // One log. Fail here, with the log's own error, rather than inside the program. A
+    // program without a front end has only its output recorded: LOG.stdio without LOG.
+    let stdio = stdio_path(&target);
+    if target.exists() || !(s.options.verify_output && stdio.exists()) {
+        log::open(&target)?;
+    }
+    s.hooks(&common.cmd)?;
+    let claims = Claims::new()?;
+    let tree_at = recordings::absolute(&target);
+    s.tree(&tree_at, &claims);
     let stdio = if !s.options.verify_output {
         None
     } else if stdio.exists() {
@@ -211,7 +508,24 @@ pub fn replay(a: ReplayArgs) -> Res<u8> {
         );
         None
     };
-    launch(s, &a.common, Mode::Replay, stdio)
+    let code = launch(s, &common, Mode::Replay, stdio)?;
+    not_replayed(&tree_at, &claims, code);
+    Ok(code)
+}
+
+/// Says which recorded processes did not run again: the program took another path.
+fn not_replayed(tree_at: &Path, claims: &Claims, code: u8) {
+    // Stopped by a divergence, or refused before it ran: the report or error says it all.
+    if code == EXIT_DIVERGENCE || i32::from(code) == replay_core::session::EXIT_WRONG_LOG {
+        return;
+    }
+    let ran = claims.ids();
+    for (id, p) in tree::Tree::of(tree_at).logs().unwrap_or_default() {
+        if !ran.contains(&id) {
+            let name = p.file_name().unwrap_or_default().to_string_lossy();
+            eprintln!("replay: note: recorded process {id} ({name}) did not run in this replay");
+        }
+    }
 }
 
 /// `<LOG>.stdio`.
@@ -307,11 +621,6 @@ fn start_core(
 }
 
 fn launch(s: Setup, c: &Common, mode: Mode, stdio: Option<PathBuf>) -> Res<u8> {
-    let mode_word = if mode == Mode::Record {
-        "record"
-    } else {
-        "replay"
-    };
     let Some((prog, args)) = c.cmd.split_first() else {
         return Err(Fail::new(EXIT_USAGE, "no program to run"));
     };
@@ -320,16 +629,6 @@ fn launch(s: Setup, c: &Common, mode: Mode, stdio: Option<PathBuf>) -> Res<u8> {
         .file_name()
         .map(|b| b.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if base == "java"
-        && !args
-            .iter()
-            .any(|a| a.to_string_lossy().starts_with("-agentpath"))
-    {
-        eprintln!(
-            "replay: note: the JVM agent does not read REPLAY_* variables; run \
-             java -agentpath:/path/to/libreplay.so={mode_word},log=FILE ... instead"
-        );
-    }
     // Replay checks its output log before the program runs (it may belong to another
     // program: exit 3); record creates its log only once the program runs.
     let start = || start_core(s.options.clone(), mode, stdio.as_deref()?, &c.cmd, &base);
@@ -346,6 +645,9 @@ fn launch(s: Setup, c: &Common, mode: Mode, stdio: Option<PathBuf>) -> Res<u8> {
         _ => stdio.is_some(),
     };
     let mut cmd = Command::new(prog);
+    for k in &s.remove {
+        cmd.env_remove(k);
+    }
     cmd.args(args).envs(s.env.iter().map(|(k, v)| (k, v)));
     if piped {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -445,8 +747,17 @@ impl Pipe {
     }
 }
 
+/// The program's output, kept while `replay hunt` looks for a pattern in it.
+pub static CAPTURE: std::sync::Mutex<Option<Vec<u8>>> = std::sync::Mutex::new(None);
+/// How much of a run's output `replay hunt --match` looks at.
+pub const CAPTURE_MAX: usize = 64 << 20;
+
 /// Copies bytes to the launcher's own stdout or stderr, as they came.
 fn pass_on(stream: Stream, bytes: &[u8]) -> io::Result<()> {
+    if let Some(c) = CAPTURE.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        let room = CAPTURE_MAX.saturating_sub(c.len()).min(bytes.len());
+        c.extend_from_slice(&bytes[..room]);
+    }
     match stream {
         Stream::Stdout => {
             let mut o = io::stdout().lock();
@@ -581,6 +892,9 @@ fn pump(core: Option<&Core>, child: &mut Child, mode: Mode) -> io::Result<Pumped
 
 /// How the replay front ends' own lines on stderr start.
 const FRONT_END: &[u8] = b"replay: ";
+/// The line every JVM prints when JAVA_TOOL_OPTIONS is set: it names the agent's options,
+/// which differ between record and replay, so it is the launcher's doing, not the program's.
+const JAVA_NOTE: &[u8] = b"Picked up JAVA_TOOL_OPTIONS: ";
 /// How a front end's divergence report starts: the first words of
 /// `replay_core::report::Divergence::render` and of its one-line form for a cut log.
 const REPORTS: [&[u8]; 2] = [
@@ -624,11 +938,17 @@ impl FrontEndLines {
                 Line::Undecided => {
                     self.held.extend_from_slice(piece);
                     let h = &self.held;
-                    let n = h.len().min(FRONT_END.len());
-                    if h[..n] != FRONT_END[..n] {
+                    let maybe = |p: &[u8]| {
+                        let n = h.len().min(p.len());
+                        h[..n] == p[..n]
+                    };
+                    if !maybe(FRONT_END) && !maybe(JAVA_NOTE) {
                         own.append(&mut self.held);
                         self.state = Line::Program;
-                    } else if h.len() >= FRONT_END.len() {
+                    } else if h.starts_with(JAVA_NOTE) {
+                        self.held.clear();
+                        self.state = Line::FrontEnd;
+                    } else if h.starts_with(FRONT_END) {
                         let is_report = REPORTS.iter().any(|r| h.starts_with(r));
                         if is_report && report.is_none() {
                             report = Some(own.len());
@@ -652,7 +972,7 @@ impl FrontEndLines {
     /// the program's (too short to be a front end's).
     fn finish(&mut self) -> Vec<u8> {
         let h = std::mem::take(&mut self.held);
-        if h.starts_with(FRONT_END) {
+        if h.starts_with(FRONT_END) || h.starts_with(JAVA_NOTE) {
             Vec::new()
         } else {
             h
@@ -707,6 +1027,11 @@ mod tests {
             run(&[b"replay: warning: x\nreplay: DIVERG", b"ED\nz"]),
             (b"z".to_vec(), false)
         );
+        let java: &[u8] = b"Picked up JAVA_TOOL_OPTIONS: -agentpath:/x=replay\nPicked up\nP";
+        for cut in 0..java.len() {
+            let (x, y) = java.split_at(cut);
+            assert_eq!(run(&[x, y]), (b"Picked up\nP".to_vec(), false), "{cut}");
+        }
     }
 
     /// The report starts the launcher looks for are the core's.

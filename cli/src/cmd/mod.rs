@@ -2,7 +2,10 @@
 
 pub mod diff;
 pub mod dump;
+pub mod hunt;
 pub mod info;
 pub mod launch;
+pub mod recordings;
+pub mod runtime;
 pub mod timeline;
 pub mod verify;

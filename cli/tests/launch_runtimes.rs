@@ -1,0 +1,441 @@
+//! The launcher with real runtimes and no manual set-up: `replay record -- java|javac|node|
+//! ./c-program` finds the agent, the addon and the C environment this build made; process
+//! trees (node -> node, java -> java, a shell script -> java) are recorded into one
+//! directory and each process replays from its own log after the files they read changed;
+//! the latest recording, `ls`, `hunt`, exit status and the launcher's own errors.
+//!
+//! Needs `java`, `javac`, `node` and `cc` on PATH and `cargo build --release --workspace`
+//! (the JVM agent and the Node addon next to the `replay` binary).
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// The launcher in `dir`, recordings without -o under `dir/recs`.
+fn run(dir: &Path, args: &[&str]) -> Out {
+    let o = Command::new(BIN)
+        .current_dir(dir)
+        .env("REPLAY_DIR", dir.join("recs"))
+        .env_remove("JAVA_TOOL_OPTIONS")
+        .env_remove("NODE_OPTIONS")
+        .args(args)
+        .output()
+        .expect("run replay");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// Records `cmd` into `dir/rec`, changes `input` to `changed`, replays: the replay prints
+/// what the recording printed. Returns the recorded stdout and the recording directory.
+fn record_change_replay(
+    dir: &Path,
+    name: &str,
+    input: &str,
+    changed: &str,
+    cmd: &[&str],
+) -> (String, PathBuf) {
+    let rec = dir.join(name);
+    let mut args = vec!["record", "-o", p(&rec), "--"];
+    args.extend(cmd);
+    let r = run(dir, &args);
+    assert_eq!(r.code, 0, "record: {}\n{}", r.stdout, r.stderr);
+    write(dir, input, changed);
+    let mut args = vec!["replay", p(&rec), "--"];
+    args.extend(cmd);
+    let again = run(dir, &args);
+    assert_eq!(again.code, 0, "replay: {}\n{}", again.stdout, again.stderr);
+    assert_eq!(again.stdout, r.stdout, "replayed output: {}", again.stderr);
+    assert!(!again.stderr.contains("did not run"), "{}", again.stderr);
+    // Live, the program sees the change: the replay was not a coincidence.
+    (r.stdout, rec)
+}
+
+/// `replay info DIR`'s process lines: `(id, runtime)`.
+fn processes(dir: &Path, rec: &Path) -> Vec<(String, String)> {
+    let i = run(dir, &["info", p(rec)]);
+    assert_eq!(i.code, 0, "{}{}", i.stdout, i.stderr);
+    i.stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("processes:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next().unwrap().to_string(), w.next().unwrap().to_string())
+        })
+        .collect()
+}
+
+const JAVA_MAIN: &str = r#"
+import java.io.*;
+public class Main {
+    public static void main(String[] a) throws Exception {
+        String s;
+        try (BufferedReader r = new BufferedReader(new FileReader("in.txt"))) { s = r.readLine(); }
+        System.out.println((a.length == 0 ? "parent" : "child") + " read " + s + " at " + System.currentTimeMillis());
+        if (a.length == 0) {
+            Process p = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-cp", ".", "Main", "child")
+                .redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes());
+            System.out.print("the child said: " + out);
+            System.exit(p.waitFor() + 3);
+        }
+    }
+}
+"#;
+
+fn javac(dir: &Path) {
+    let c = Command::new("javac")
+        .current_dir(dir)
+        .env_remove("JAVA_TOOL_OPTIONS")
+        .arg("Main.java")
+        .output()
+        .expect("javac is needed");
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+}
+
+#[test]
+fn java_parent_and_child_jvm_replay_from_their_own_logs() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "Main.java", JAVA_MAIN);
+    javac(dir);
+    write(dir, "in.txt", "one\n");
+    let rec = dir.join("rec");
+    let r = run(
+        dir,
+        &["record", "-o", p(&rec), "--", "java", "-cp", ".", "Main"],
+    );
+    // The exit status passes through (3 + the child's 0).
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stdout.starts_with("parent read one at "), "{}", r.stdout);
+    assert!(r.stdout.contains("child read one at "), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("replay: recording (java program) into "),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("replay: recorded ")
+            && r.stderr.contains(" from 2 processes ("),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        processes(dir, &rec),
+        [("1".into(), "jvm".into()), ("1.1".into(), "jvm".into())]
+    );
+    write(dir, "in.txt", "two\n");
+    let again = run(dir, &["replay", p(&rec), "--", "java", "-cp", ".", "Main"]);
+    assert_eq!(again.code, 3, "{}", again.stderr);
+    assert_eq!(again.stdout, r.stdout, "{}", again.stderr);
+    // A shell script that runs java twice: two top-level processes, each its own log.
+    write(
+        dir,
+        "run.sh",
+        "#!/bin/sh\njava -cp . Main child\nexec java -cp . Main child\n",
+    );
+    let sh = dir.join("run.sh");
+    std::fs::set_permissions(&sh, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let (out, rec) = record_change_replay(dir, "script", "in.txt", "three\n", &["./run.sh"]);
+    assert_eq!(out.matches("child read two").count(), 2, "{out}");
+    assert_eq!(
+        processes(dir, &rec),
+        [("1".into(), "jvm".into()), ("2".into(), "jvm".into())]
+    );
+}
+
+#[test]
+fn javac_records_and_replays() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "Main.java", "public class Main { public static void main(String[] a) { System.out.println(\"old\"); } }\n");
+    let rec = dir.join("rec");
+    let r = run(dir, &["record", "-o", p(&rec), "--", "javac", "Main.java"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(processes(dir, &rec).len(), 1);
+    std::fs::remove_file(dir.join("Main.class")).unwrap();
+    let again = run(dir, &["replay", p(&rec), "--", "javac", "Main.java"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(!again.stderr.contains("DIVERGENCE"), "{}", again.stderr);
+    let java = Command::new("java")
+        .current_dir(dir)
+        .env_remove("JAVA_TOOL_OPTIONS")
+        .args(["-cp", ".", "Main"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&java.stdout), "old\n");
+    // javac is a JVM of its own: its log is named by its main class.
+    let i = run(dir, &["info", p(&rec)]);
+    assert!(
+        i.stdout
+            .contains("jvm jdk.compiler/com.sun.tools.javac.Main"),
+        "{}",
+        i.stdout
+    );
+}
+
+const NODE_APP: &str = r#"
+const fs = require('fs');
+const { spawnSync } = require('child_process');
+const me = process.argv[2] || 'parent';
+console.log(`${me} read ${fs.readFileSync('in.txt', 'utf8').trim()} ${Math.random()}`);
+if (me === 'parent') {
+  const r = spawnSync(process.execPath, [__filename, 'child'], { encoding: 'utf8' });
+  process.stdout.write(`the child said: ${r.stdout}`);
+  process.exitCode = 5;
+}
+"#;
+
+#[test]
+fn node_parent_and_child_replay_from_their_own_logs() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "app.js", NODE_APP);
+    write(dir, "in.txt", "one");
+    let rec = dir.join("rec");
+    let r = run(dir, &["record", "-o", p(&rec), "--", "node", "app.js"]);
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(r.stdout.contains("child read one "), "{}", r.stdout);
+    assert_eq!(
+        processes(dir, &rec),
+        [("1".into(), "node".into()), ("1.1".into(), "node".into())]
+    );
+    write(dir, "in.txt", "two");
+    let again = run(dir, &["replay", p(&rec), "--", "node", "app.js"]);
+    assert_eq!(again.code, 5, "{}", again.stderr);
+    assert_eq!(again.stdout, r.stdout, "{}", again.stderr);
+    // Live, both see the change: the replay was not a coincidence.
+    let live = Command::new("node")
+        .current_dir(dir)
+        .arg("app.js")
+        .env_remove("NODE_OPTIONS")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&live.stdout).contains("child read two "));
+}
+
+/// Prints the clock and a file, read through the C header's macros.
+const CAT_CLOCK: &str = r#"
+#include "replay.h"
+#include <fcntl.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    if (argc != 2 || replay_init_from_env() != 0) return 2;
+    struct timespec ts;
+    REPLAY_CALL_OUT(&ts, clock_gettime, CLOCK_REALTIME, &ts);
+    printf("clock %lld.%09ld\n", (long long)ts.tv_sec, ts.tv_nsec);
+    int fd = REPLAY_CALL(open, argv[1], O_RDONLY);
+    if (fd < 0) return 4;
+    char buf[64];
+    ssize_t n;
+    while ((n = REPLAY_READ(buf, read, fd, buf, sizeof buf)) > 0) fwrite(buf, 1, (size_t)n, stdout);
+    REPLAY_CALL(close, fd);
+    return 0;
+}
+"#;
+
+#[test]
+fn a_c_program_records_through_the_launcher_alone() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let lib = Path::new(BIN).parent().unwrap().join("libreplay_c.a");
+    let exe = dir.join("cat_clock");
+    let src = write(dir, "cat_clock.c", CAT_CLOCK);
+    let cc = Command::new("cc")
+        .args(["-std=gnu11", "-O1", "-pthread"])
+        .arg(&src)
+        .arg("-I")
+        .arg(repo.join("c-header/include"))
+        .arg(&lib)
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("cc is needed");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    write(dir, "input.txt", "the recorded text\n");
+    let (out, rec) = record_change_replay(
+        dir,
+        "rec",
+        "input.txt",
+        "other",
+        &["./cat_clock", "input.txt"],
+    );
+    assert!(out.contains("the recorded text"), "{out}");
+    assert_eq!(processes(dir, &rec), [("1".into(), "c".into())]);
+}
+
+#[test]
+fn the_latest_recording_ls_and_hunt() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    // Fails (exit 1) one time in three, by a random number the replay gives back.
+    write(
+        dir,
+        "flaky.js",
+        "const n = Math.floor(Math.random() * 3); console.log('drew', n); process.exit(n === 0 ? 1 : 0);\n",
+    );
+    let h = run(dir, &["hunt", "-n", "80", "--", "node", "flaky.js"]);
+    assert_eq!(h.code, 0, "{}", h.stderr);
+    let line = h.stderr.lines().last().unwrap();
+    assert!(
+        line.starts_with("replay: flaky.js failed on run ")
+            || line.starts_with("replay: node failed on run "),
+        "{line}"
+    );
+    let runs: usize = line
+        .split("on run ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(h.stdout.matches("drew ").count(), runs, "{}", h.stdout);
+    assert!(h.stdout.ends_with("drew 0\n"), "{}", h.stdout);
+    // Only the failing run is kept, and it is the latest.
+    let ls = run(dir, &["ls"]);
+    assert_eq!(ls.code, 0, "{}", ls.stderr);
+    let rows: Vec<&str> = ls.stdout.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{}", ls.stdout);
+    assert!(
+        rows[0].contains("complete") && rows[0].ends_with("node flaky.js"),
+        "{}",
+        rows[0]
+    );
+    for _ in 0..3 {
+        let again = run(dir, &["replay", "--", "node", "flaky.js"]);
+        assert_eq!(
+            (again.code, again.stdout.as_str()),
+            (1, "drew 0\n"),
+            "{}",
+            again.stderr
+        );
+        assert!(
+            again
+                .stderr
+                .starts_with("replay: replaying the latest recording, "),
+            "{}",
+            again.stderr
+        );
+    }
+    // A pattern in the output.
+    let m = run(
+        dir,
+        &[
+            "hunt",
+            "-n",
+            "80",
+            "--match",
+            "drew [12]",
+            "--",
+            "node",
+            "flaky.js",
+        ],
+    );
+    assert_eq!(m.code, 0, "{}", m.stderr);
+    assert!(!m.stdout.ends_with("drew 0\n"), "{}", m.stdout);
+    // A recording made after it is the latest; ls lists both, oldest first.
+    write(dir, "ok.js", "console.log('fine')\n");
+    let r = run(dir, &["record", "--", "node", "ok.js"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let ls = run(dir, &["ls"]);
+    let rows: Vec<&str> = ls.stdout.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3, "{}", ls.stdout);
+    assert!(rows[2].ends_with("node ok.js"), "{}", ls.stdout);
+    let again = run(dir, &["replay", "--", "node", "ok.js"]);
+    assert_eq!(
+        (again.code, again.stdout.as_str()),
+        (0, "fine\n"),
+        "{}",
+        again.stderr
+    );
+    // A program that never fails: said, and nothing kept.
+    let none = run(dir, &["hunt", "-n", "2", "--", "node", "ok.js"]);
+    assert_eq!(none.code, 1);
+    assert!(
+        none.stderr
+            .ends_with("did not fail in 2 runs; nothing kept\n"),
+        "{}",
+        none.stderr
+    );
+    assert_eq!(run(dir, &["ls"]).stdout.lines().count(), 4);
+}
+
+#[test]
+fn the_launchers_own_errors_are_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    for (args, code, start) in [
+        (
+            &["record"][..],
+            2,
+            "replay: the following required arguments were not provided: <CMD>",
+        ),
+        (
+            &["record", "--bogus", "--", "true"][..],
+            2,
+            "replay: unexpected argument '--bogus' found",
+        ),
+        (
+            &["replay", "--bogus", "--", "true"][..],
+            2,
+            "replay: unexpected argument '--bogus' found",
+        ),
+        (
+            &["hunt", "-n", "x", "--", "true"][..],
+            2,
+            "replay: invalid value 'x'",
+        ),
+        (
+            &["record", "--", "no-such-program-here"][..],
+            127,
+            "replay: no-such-program-here: cannot run: not found",
+        ),
+        (
+            &["replay", "--", "true"][..],
+            3,
+            "replay: no recordings in ",
+        ),
+        (
+            &["replay", "/nonexistent/dir", "--", "true"][..],
+            3,
+            "replay: /nonexistent/dir: cannot open",
+        ),
+    ] {
+        let r = run(dir, args);
+        assert_eq!(r.code, code, "{args:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{args:?}: {}", r.stderr);
+        assert!(r.stderr.starts_with(start), "{args:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty());
+    }
+    assert!(!dir.join("recs").exists(), "no recording is left behind");
+}
