@@ -1,12 +1,10 @@
 //! What every reading subcommand shares: opening a log, telling how it ended, the exit
-//! codes, output that survives a closed pipe, and a sequence-ordered event stream that also
-//! carries the log's time marks and checks that sequence numbers are dense.
+//! codes, output that survives a closed pipe. Events in order (with their checks) come from
+//! the core's `Ordered`.
 
-use replay_core::format::DecodedBatch;
-use replay_core::{End, Event, LogError, LogReader};
-use std::collections::{BTreeMap, VecDeque};
-use std::fs::File;
-use std::io::{self, BufReader, Write};
+use replay_core::Ordered;
+use replay_core::{End, LogError, LogReader};
+use std::io::{self, Write};
 use std::path::Path;
 
 /// Exit codes (documented in `replay --help` and docs/cli.md).
@@ -147,6 +145,11 @@ impl Status {
         }
     }
 
+    /// How an ordered read ended; meaningful once it returned `None`.
+    pub fn of_ordered<R: io::Read>(o: &Ordered<R>) -> Status {
+        Status::of(&o.reader, o.error())
+    }
+
     pub fn is_complete(&self) -> bool {
         matches!(self, Status::Complete { .. })
     }
@@ -168,151 +171,6 @@ impl Status {
             }
             Status::Corrupt { offset, why } => {
                 serde_json::json!({"state": "corrupt", "offset": offset, "why": why})
-            }
-        }
-    }
-}
-
-/// A problem with the sequence numbers themselves (the log's chunks were all intact).
-#[derive(Clone, Debug, PartialEq)]
-pub enum SeqProblem {
-    /// `seq` appears a second time, in the chunk at file offset `chunk`.
-    Duplicate { seq: u64, chunk: u64 },
-    /// `seq` never appears although later numbers do (or the trailer counts it).
-    Missing { seq: u64 },
-}
-
-/// Events of a log in sequence order, with each event's approximate time since the start.
-///
-/// Unlike [`replay_core::Ordered`], this keeps the batches' time marks and checks that
-/// numbers are dense, which `timeline` and `verify` need. Memory stays bounded: the reorder
-/// buffer holds only events that arrived ahead of a missing number (at most `WINDOW`), and
-/// only the marks still needed for interpolation are kept.
-pub struct SeqStream<R: io::Read = BufReader<File>> {
-    pub reader: LogReader<R>,
-    pending: BTreeMap<u64, Event>,
-    next: u64,
-    done: bool,
-    /// (seq, mono_ns): by `mono_ns` after the start, `seq` numbers had been handed out.
-    marks: VecDeque<(u64, u64)>,
-    error: Option<LogError>,
-    /// Numbers skipped over because they never arrived.
-    pub gaps: u64,
-    pub first_problem: Option<SeqProblem>,
-    pub emitted: u64,
-}
-
-/// Events allowed to wait for a missing number before it is declared lost. The recorder
-/// writes every event within a few batches of its number, so this is far beyond any
-/// legitimate disorder, yet bounds memory on a log with a hole.
-const WINDOW: usize = 1 << 20;
-
-impl<R: io::Read> SeqStream<R> {
-    pub fn new(reader: LogReader<R>) -> Self {
-        SeqStream {
-            reader,
-            pending: BTreeMap::new(),
-            next: 0,
-            done: false,
-            marks: VecDeque::new(),
-            error: None,
-            gaps: 0,
-            first_problem: None,
-            emitted: 0,
-        }
-    }
-
-    /// How reading ended; meaningful once the iterator returned `None`.
-    pub fn status(&self) -> Status {
-        Status::of(&self.reader, self.error.as_ref())
-    }
-
-    fn problem(&mut self, p: SeqProblem) {
-        if self.first_problem.is_none() {
-            self.first_problem = Some(p);
-        }
-    }
-
-    fn take_batch(&mut self, b: DecodedBatch, chunk: u64) {
-        for m in b.marks {
-            // Marks are written in time order by one flusher; ignore any that would go back.
-            if self.marks.back().is_none_or(|l| m.0 >= l.0 && m.1 >= l.1) {
-                self.marks.push_back(m);
-            }
-        }
-        for run in b.runs {
-            for e in run.events {
-                if e.seq < self.next || self.pending.contains_key(&e.seq) {
-                    self.problem(SeqProblem::Duplicate { seq: e.seq, chunk });
-                    continue;
-                }
-                self.pending.insert(e.seq, e);
-            }
-        }
-    }
-
-    /// Approximate nanoseconds since the recording started at which `seq` was numbered:
-    /// linear between the marks around it. Exact order, approximate time.
-    pub fn time_of(&mut self, seq: u64) -> u64 {
-        // Drop marks no later event can need: keep the last one at or below `seq`.
-        while self.marks.len() >= 2 && self.marks[1].0 <= seq {
-            self.marks.pop_front();
-        }
-        let Some(&(s0, t0)) = self.marks.front() else {
-            return 0;
-        };
-        if s0 > seq {
-            return t0;
-        }
-        match self.marks.iter().find(|m| m.0 > seq) {
-            Some(&(s1, t1)) => {
-                t0 + ((t1 - t0) as u128 * (seq - s0) as u128 / (s1 - s0) as u128) as u64
-            }
-            // No mark after it (never true for a log the recorder wrote): the last mark.
-            None => self.marks.back().map_or(t0, |m| m.1),
-        }
-    }
-}
-
-impl<R: io::Read> Iterator for SeqStream<R> {
-    type Item = Event;
-
-    fn next(&mut self) -> Option<Event> {
-        loop {
-            if let Some(e) = self.pending.remove(&self.next) {
-                self.next = e.seq.saturating_add(1);
-                self.emitted += 1;
-                return Some(e);
-            }
-            if self.done || self.pending.len() > WINDOW {
-                let Some((&seq, _)) = self.pending.first_key_value() else {
-                    if self.done {
-                        // Numbers the trailer counts but no chunk held.
-                        let counted = match self.reader.end() {
-                            Some(End::Complete(t)) => t.events,
-                            _ => 0,
-                        };
-                        if counted > self.next {
-                            self.problem(SeqProblem::Missing { seq: self.next });
-                            self.gaps += counted - self.next;
-                            self.next = counted;
-                        }
-                    }
-                    return None;
-                };
-                self.problem(SeqProblem::Missing { seq: self.next });
-                self.gaps += seq - self.next;
-                self.next = seq;
-                continue;
-            }
-            let at = self.reader.offset();
-            match self.reader.next_batch() {
-                Ok(Some(b)) => self.take_batch(b, at),
-                Ok(None) => self.done = true,
-                Err(e) => {
-                    self.error = Some(e);
-                    self.done = true;
-                }
             }
         }
     }

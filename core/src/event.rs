@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-/// What an intercepted call produced. Kept small: scalar payloads carry no allocation.
+/// What an intercepted call produced. Kept small: scalar payloads carry no allocation, and
+/// bytes read back from a log are slices of their decoded chunk (no copy per event).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Payload {
@@ -18,14 +19,14 @@ pub enum Payload {
     },
     Bytes {
         #[serde(serialize_with = "ser_bytes")]
-        data: Vec<u8>,
+        data: bytes::Bytes,
     },
     /// A call's outcome: return value, errno and (for out-parameters and reads) bytes.
     Ret {
         ret: i64,
         errno: i32,
         #[serde(serialize_with = "ser_opt_bytes")]
-        data: Option<Vec<u8>>,
+        data: Option<bytes::Bytes>,
     },
     Record {
         record: Record,
@@ -175,7 +176,7 @@ fn ser_bytes<S: serde::Serializer>(b: &[u8], s: S) -> Result<S::Ok, S::Error> {
     }
 }
 
-fn ser_opt_bytes<S: serde::Serializer>(b: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+fn ser_opt_bytes<S: serde::Serializer>(b: &Option<bytes::Bytes>, s: S) -> Result<S::Ok, S::Error> {
     match b {
         Some(b) => ser_bytes(b, s),
         None => s.serialize_none(),

@@ -41,7 +41,7 @@ pub use event::{digest, Event, Field, FieldValue, Payload, Record};
 pub use format::{HeaderInfo, PayloadRef, TrailerInfo};
 pub use idle::IdleStats;
 pub use options::{Mode, Options, Order, Policy};
-pub use reader::{End, LogReader, Ordered};
+pub use reader::{End, LogReader, Ordered, SeqProblem};
 pub use recorder::{Appender, Held, RecordConfig, Recorder};
 pub use replayer::{ReplayConfig, Replayer};
 pub use report::Divergence;

@@ -11,7 +11,8 @@
 
 use crate::event::Record;
 use crate::format::{
-    record_size, BatchBuilder, HeaderInfo, PayloadRef, RunBuilder, TrailerInfo, MAX_PAYLOAD,
+    record_size, BatchBuilder, HeaderInfo, PayloadRef, RunBuilder, TrailerInfo, BATCH_BYTES,
+    BATCH_EVENTS, MAX_PAYLOAD, THREAD_CHUNK_EVENTS,
 };
 use crate::writer::LogWriter;
 use std::cell::{RefCell, UnsafeCell};
@@ -23,16 +24,11 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 const FIRST_EVENTS: usize = 256;
-const MAX_EVENTS: usize = 8192;
+const MAX_EVENTS: usize = THREAD_CHUNK_EVENTS;
 const FIRST_DATA: usize = 4096;
 const MAX_DATA: usize = 256 << 10;
 /// Full chunks allowed to wait for the flusher before appenders wait (memory bound).
 const MAX_PENDING: usize = 64;
-/// A batch is written once it holds this many encoded bytes, so frames stay small.
-const BATCH_BYTES: usize = 8 << 20;
-/// ... or this many events, so a reader decodes at most ~5 MiB of events at a time (a clock
-/// stream compresses so well that the byte bound alone let chunks hold a million events).
-const BATCH_EVENTS: u64 = 65536;
 
 #[derive(Clone, Copy)]
 struct RawEvent {
@@ -921,12 +917,20 @@ impl Flusher {
                 (std::mem::take(&mut s.full), s.current.clone())
             };
             for c in full {
+                // A chunk holding a large payload goes in a batch of its own, so no frame
+                // exceeds the format's bound (`MAX_RAW`), which keeps readers' memory bounded.
+                if c.data.len() > MAX_DATA && !self.batch.is_empty() {
+                    self.write()?;
+                }
                 self.take_chunk(&c);
                 consumed += 1;
                 self.recycle(c);
                 self.write_if_big()?;
             }
             if live || is_dead {
+                if cur.data.len() > MAX_DATA && !self.batch.is_empty() {
+                    self.write()?;
+                }
                 self.take_chunk(&cur);
             }
             if is_dead {
@@ -1251,7 +1255,7 @@ mod owned_tests {
                 _ => assert_eq!(
                     e.payload,
                     Payload::Bytes {
-                        data: vec![n as u8; 3]
+                        data: vec![n as u8; 3].into()
                     }
                 ),
             }

@@ -80,7 +80,7 @@ fn batches_replay_like_single_events_across_chunks_and_threads() {
     assert_eq!(
         e.payload,
         Payload::Bytes {
-            data: b"abc".to_vec()
+            data: b"abc".to_vec().into()
         }
     );
     std::thread::scope(|sc| {

@@ -70,7 +70,7 @@ fn record_read_replay_single_thread() {
         Payload::Ret {
             ret: 5,
             errno: 0,
-            data: Some(b"hello".to_vec())
+            data: Some(b"hello".to_vec().into())
         }
     );
     rp.finish().unwrap();

@@ -561,7 +561,7 @@ pub(crate) fn replay_one(c: &mut Call, i: usize, digest: u64) -> Option<Outcome>
                 ret,
                 thrown: errno != 0,
                 errno: errno as i64,
-                data,
+                data: data.map(|d| d.to_vec()),
             }),
             other => {
                 if !c.a.bad_payload.swap(true, Ordering::Relaxed) {

@@ -360,7 +360,7 @@ fn replay(c: &mut Call, i: usize, digest: u64) -> Option<Outcome> {
             ret,
             thrown: errno != 0,
             errno: errno as i64,
-            data,
+            data: data.map(|d| d.to_vec()),
         }),
         other => {
             crate::internal_error(

@@ -30,16 +30,34 @@ pub fn run(a: Args) -> Res<u8> {
         return crate::cmd::recordings::info_dir(&a.log, a.json);
     }
     let mut reader = log::open(&a.log)?;
-    let mut kinds: BTreeMap<u32, u64> = BTreeMap::new();
+    // Per kind id (ids are dense string-table indices): a vector, not a map per event.
+    let mut per_kind: Vec<u64> = Vec::new();
     let mut threads: BTreeMap<u32, u64> = BTreeMap::new();
     let mut error = None;
-    loop {
-        match reader.next_batch() {
-            Ok(Some(b)) => {
-                for run in &b.runs {
-                    *threads.entry(run.thread).or_default() += run.events.len() as u64;
-                    for e in &run.events {
-                        *kinds.entry(e.kind).or_default() += 1;
+    'read: loop {
+        match reader.next_chunk() {
+            Ok(Some(c)) => {
+                let at = c.offset;
+                for mut run in c.runs {
+                    *threads.entry(run.thread).or_default() += u64::from(run.len());
+                    loop {
+                        match run.next_event() {
+                            Ok(Some(e)) => {
+                                let k = e.kind as usize;
+                                if k >= per_kind.len() {
+                                    per_kind.resize(k + 1, 0);
+                                }
+                                per_kind[k] += 1;
+                            }
+                            Ok(None) => break,
+                            Err(why) => {
+                                error = Some(replay_core::LogError::Corrupt {
+                                    offset: at,
+                                    why: format!("thread run: {why}"),
+                                });
+                                break 'read;
+                            }
+                        }
                     }
                 }
             }
@@ -51,6 +69,12 @@ pub fn run(a: Args) -> Res<u8> {
         }
     }
     let status = Status::of(&reader, error.as_ref());
+    let kinds: BTreeMap<u32, u64> = per_kind
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, n)| (k as u32, *n))
+        .collect();
     let size = std::fs::metadata(&a.log).map(|m| m.len()).unwrap_or(0);
     let events = reader.events_read();
     let chunks = reader.chunks_read();

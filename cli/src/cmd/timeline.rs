@@ -1,7 +1,8 @@
 //! `replay timeline`: a Chrome trace / Perfetto JSON file with one track per logical thread
 //! and one instant event per recorded event. Written as it is read, never held whole.
 
-use crate::log::{self, Fail, Res, SeqStream, EXIT_OK, EXIT_OUTPUT, EXIT_PROBLEM};
+use crate::log::{self, Fail, Res, EXIT_OK, EXIT_OUTPUT, EXIT_PROBLEM};
+use replay_core::Ordered;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -84,7 +85,7 @@ fn write_trace(
         "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{{\"name\":{}}}}}",
         js(&process)
     )?;
-    let mut s = SeqStream::new(reader);
+    let mut s = Ordered::new(reader);
     while let Some(e) = s.next() {
         let t = s.time_of(e.seq);
         let strings = s.reader.strings();
@@ -113,7 +114,7 @@ fn write_trace(
             js(&s.reader.thread_name(*id))
         )?;
     }
-    let status = s.status();
+    let status = log::Status::of_ordered(&s);
     writeln!(
         out,
         "],\"otherData\":{{\"log\":{},\"status\":{},\"events\":{},\"note\":\"event order is exact; times are interpolated between the log's time marks\"}}}}",

@@ -1,8 +1,9 @@
 //! `replay verify`: is the log complete and intact? Reads every chunk, checks every
 //! checksum (the reader does) and that sequence numbers are dense (this command does).
 
-use crate::log::{self, Res, SeqProblem, SeqStream, Status, EXIT_OK, EXIT_PROBLEM};
+use crate::log::{self, Res, Status, EXIT_OK, EXIT_PROBLEM};
 use crate::outln;
+use replay_core::{Ordered, SeqProblem};
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -14,9 +15,10 @@ use std::path::PathBuf;
 
 Prints one line:
   LOG: ok: N events, M chunks, T threads, complete                 exit 0
-  LOG: cut at offset N: <why> (K events readable)                  exit 1
+  LOG: cut at offset N: <why>; events after #S are lost (K events readable)   exit 1
   LOG: corrupt at offset N: <why>                                  exit 1
   LOG: bad sequence: event #S appears twice (chunk at offset N)    exit 1
+  LOG: bad sequence: event #S is out of order (chunk at offset N, ...) exit 1
   LOG: bad sequence: event #S is missing (G numbers missing)       exit 1
 A log that cannot be opened at all is an error on stderr with exit 3."
 )]
@@ -28,9 +30,9 @@ pub struct Args {
 
 pub fn run(a: Args) -> Res<u8> {
     let reader = log::open(&a.log)?;
-    let mut s = SeqStream::new(reader);
+    let mut s = Ordered::new(reader);
     for _ in s.by_ref() {}
-    let status = s.status();
+    let status = Status::of_ordered(&s);
     let what = a.log.display();
     let mut out = log::stdout();
     // Corruption first: it is the cause of anything odd after it. A duplicate next: no
@@ -48,12 +50,30 @@ pub fn run(a: Args) -> Res<u8> {
             )?;
             EXIT_PROBLEM
         }
-        (Status::Cut { .. }, _) => {
+        (_, Some(SeqProblem::Late { seq, chunk })) => {
             outln!(
                 out,
-                "{what}: {} ({} events readable)",
+                "{what}: bad sequence: event #{seq} is out of order (chunk at offset {chunk}, far after its place)"
+            )?;
+            EXIT_PROBLEM
+        }
+        (Status::Cut { .. }, _) => {
+            // What the cut took: every number after the last one read (and any missing
+            // before it, lost with chunks that were never written).
+            let lost = match s.next_seq() {
+                0 => "every event is lost".to_string(),
+                n if s.gaps > 0 => format!(
+                    "events after #{} are lost, and {} numbers before it",
+                    n - 1,
+                    s.gaps
+                ),
+                n => format!("events after #{} are lost", n - 1),
+            };
+            outln!(
+                out,
+                "{what}: {}; {lost} ({} events readable)",
                 status.text(),
-                s.reader.events_read()
+                s.emitted
             )?;
             EXIT_PROBLEM
         }

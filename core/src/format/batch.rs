@@ -522,27 +522,55 @@ pub struct DecodedRun {
     pub events: Vec<Event>,
 }
 
+/// A chunk whose tables are decoded and whose events are not yet: each run is a
+/// [`RunCursor`] that decodes one event at a time. A chunk held this way takes the room of
+/// its encoded bytes (a clock reading is a byte or two), not of its decoded events (~90
+/// bytes each), which is what lets an ordered reader look far ahead within bounded memory.
+#[derive(Debug, Default)]
+pub struct Chunk {
+    /// File offset of the chunk's frame.
+    pub offset: u64,
+    /// Bytes of the decompressed chunk (kept alive by its runs and payloads).
+    pub raw_len: usize,
+    pub strings: Vec<(u32, String)>,
+    pub threads: Vec<(u32, u32)>,
+    pub runs: Vec<RunCursor>,
+    pub marks: Vec<(u64, u64)>,
+}
+
 /// Reads a Cap'n Proto message from untrusted bytes with bounded traversal and nesting.
 pub(crate) fn read_message(
     bytes: &[u8],
 ) -> capnp::Result<capnp::message::Reader<capnp::serialize::OwnedSegments>> {
-    let mut opts = capnp::message::ReaderOptions::new();
-    // Traversal is bounded by the message size itself (plus slack for far pointers), so a
-    // crafted message cannot make the reader loop over the same words forever.
-    opts.traversal_limit_in_words(Some(bytes.len() / 8 * 4 + 1024));
-    opts.nesting_limit(64);
     let mut slice = bytes;
-    capnp::serialize::read_message(&mut slice, opts)
+    capnp::serialize::read_message(&mut slice, reader_options(bytes.len()))
 }
 
 impl DecodedBatch {
-    /// Decodes a batch that was found at file offset `offset`.
-    pub fn decode(bytes: &[u8], offset: u64) -> Result<Self, LogError> {
+    /// Decodes a batch that was found at file offset `offset`, every event at once. The
+    /// message is read where it lies (no copy), and bytes payloads are slices of `raw`.
+    pub fn decode(raw: impl Into<Bytes>, offset: u64) -> Result<Self, LogError> {
+        Chunk::decode(raw.into(), offset, u32::MAX)?.into_batch()
+    }
+}
+
+impl Chunk {
+    /// Decodes the tables of a chunk found at file offset `offset` and prepares its runs.
+    /// Events naming a string id above `strings` are errors (`u32::MAX`: not checked).
+    pub fn decode(raw: Bytes, offset: u64, strings: u32) -> Result<Self, LogError> {
+        let raw = aligned(raw);
         let bad = |why: String| LogError::Corrupt { offset, why };
         let cap = |e: capnp::Error| bad(format!("unreadable chunk: {e}"));
-        let msg = read_message(bytes).map_err(cap)?;
+        let segments =
+            capnp::serialize::BufferSegments::new(raw.clone(), reader_options(raw.len()))
+                .map_err(cap)?;
+        let msg = capnp::message::Reader::new(segments, reader_options(raw.len()));
         let b = msg.get_root::<batch::Reader>().map_err(cap)?;
-        let mut out = DecodedBatch::default();
+        let mut out = Chunk {
+            offset,
+            raw_len: raw.len(),
+            ..Default::default()
+        };
         for s in b.get_strings().map_err(cap)? {
             let text = s
                 .get_text()
@@ -557,96 +585,406 @@ impl DecodedBatch {
         for m in b.get_time_marks().map_err(cap)? {
             out.marks.push((m.get_seq(), m.get_mono_ns()));
         }
-        for r in b.get_runs().map_err(cap)? {
-            out.runs
-                .push(decode_run(r).map_err(|why| bad(format!("thread run: {why}")))?);
+        let runs = b.get_runs().map_err(cap)?;
+        // Decoded events take far more room than encoded ones (a clock value is about one
+        // byte in the chunk, an `Event` ~90): the count is bounded by what the writer puts in
+        // one chunk before any is decoded, so a crafted chunk cannot multiply its size.
+        let mut events = 0usize;
+        for r in runs.iter() {
+            events = events.saturating_add(r.get_count() as usize);
+        }
+        if events > super::MAX_CHUNK_EVENTS {
+            return Err(bad(format!(
+                "chunk holds {events} events, over the {} the recorder writes at most",
+                super::MAX_CHUNK_EVENTS
+            )));
+        }
+        // Fields are bounded likewise, and so that the whole decoded chunk stays within
+        // `MAX_DECODED` with the chunk's own bytes, which its payloads keep alive.
+        let room = super::MAX_DECODED
+            .saturating_sub(raw.len())
+            .saturating_sub(events * std::mem::size_of::<Event>());
+        let mut fields = Fields {
+            count: 0,
+            max: super::MAX_CHUNK_FIELDS.min(room / (std::mem::size_of::<Field>() + 16)),
+        };
+        for r in runs {
+            let run = RunCursor::new(r, &raw, &mut fields, strings)
+                .map_err(|why| bad(format!("thread run: {why}")))?;
+            out.runs.push(run);
         }
         Ok(out)
     }
+
+    /// Events in this chunk.
+    pub fn event_count(&self) -> u64 {
+        self.runs.iter().map(|r| u64::from(r.count)).sum()
+    }
+
+    /// Decodes every event.
+    pub fn into_batch(self) -> Result<DecodedBatch, LogError> {
+        let offset = self.offset;
+        let mut runs = Vec::with_capacity(self.runs.len());
+        for r in self.runs {
+            runs.push(r.collect_all().map_err(|why| LogError::Corrupt {
+                offset,
+                why: format!("thread run: {why}"),
+            })?);
+        }
+        Ok(DecodedBatch {
+            strings: self.strings,
+            threads: self.threads,
+            runs,
+            marks: self.marks,
+        })
+    }
 }
 
-fn decode_run(r: run::Reader<'_>) -> Result<DecodedRun, String> {
-    let e = |e: capnp::Error| e.to_string();
-    let count = r.get_count();
-    let thread = r.get_thread();
-    let flags = r.get_flags().map_err(e)?;
-    if count == 0 {
-        return Err("empty run".into());
+fn reader_options(len: usize) -> capnp::message::ReaderOptions {
+    let mut opts = capnp::message::ReaderOptions::new();
+    // Traversal is bounded by the message size itself (plus slack for far pointers), so a
+    // crafted message cannot make the reader loop over the same words forever.
+    opts.traversal_limit_in_words(Some(len / 8 * 4 + 1024));
+    opts.nesting_limit(64);
+    opts
+}
+
+/// `b` on an 8-byte boundary (Cap'n Proto reads in place only from aligned memory): as it
+/// is when it already is (the log reader's buffers are), else copied once.
+fn aligned(b: Bytes) -> Bytes {
+    if b.as_ptr() as usize % 8 == 0 {
+        return b;
     }
-    if flags.len() != count as usize {
-        return Err(format!("{} flags for {count} events", flags.len()));
+    let mut words = vec![0u64; b.len().div_ceil(8)];
+    // SAFETY: `words` has room for at least `b.len()` bytes.
+    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), words.as_mut_ptr().cast(), b.len()) };
+    let len = b.len();
+    Bytes::from_owner(WordBytes(words, len))
+}
+
+struct WordBytes(Vec<u64>, usize);
+
+impl AsRef<[u8]> for WordBytes {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: the vector holds at least `self.1` initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr().cast(), self.1) }
     }
-    let short = |col: &str| format!("column {col} ended early");
-    let mut gaps = Cursor::new(r.get_seq_gaps().map_err(e)?);
-    let mut kinds = Cursor::new(r.get_kinds().map_err(e)?);
-    let mut sites = Cursor::new(r.get_sites().map_err(e)?);
-    let mut digests = Cursor::new(r.get_digests().map_err(e)?);
-    let mut ints = Cursor::new(r.get_ints().map_err(e)?);
-    let mut errnos = Cursor::new(r.get_errnos().map_err(e)?);
-    let mut lengths = Cursor::new(r.get_lengths().map_err(e)?);
-    let mut blobs = Cursor::new(r.get_blobs().map_err(e)?);
-    let records = r.get_records().map_err(e)?;
-    let blob_deltas = r.get_blob_deltas();
-    let mut blob_prev = BlobPrev::default();
-    let mut rec_i = 0u32;
-    let mut deltas = Deltas::default();
-    let mut events = Vec::with_capacity(count as usize);
-    let mut seq = r.get_first_seq();
-    for (i, &fl) in flags.iter().enumerate() {
-        if i > 0 {
-            let gap = gaps.varint().ok_or_else(|| short("seqGaps"))?;
-            seq = seq
+}
+
+/// Record fields decoded so far in a chunk, and how many it may hold.
+struct Fields {
+    count: usize,
+    max: usize,
+}
+
+/// One column of a run: a range of the chunk's bytes and how far it was read.
+#[derive(Clone, Copy, Debug, Default)]
+struct Col {
+    pos: usize,
+    end: usize,
+}
+
+impl Col {
+    fn of(raw: &Bytes, s: &[u8]) -> Col {
+        if s.is_empty() {
+            return Col::default();
+        }
+        // The message is read in place, so every column lies within `raw`.
+        let pos = s.as_ptr() as usize - raw.as_ptr() as usize;
+        Col {
+            pos,
+            end: pos + s.len(),
+        }
+    }
+
+    #[inline(always)]
+    fn varint(&mut self, raw: &[u8]) -> Option<u64> {
+        // Fast path: most columns hold one-byte varints.
+        if self.pos < self.end {
+            let b = raw[self.pos];
+            if b < 0x80 {
+                self.pos += 1;
+                return Some(u64::from(b));
+            }
+        }
+        let mut c = Cursor::new(raw.get(self.pos..self.end)?);
+        let v = c.varint()?;
+        self.pos = self.end - c.remaining();
+        Some(v)
+    }
+
+    #[inline]
+    fn take(&mut self, n: usize) -> Option<(usize, usize)> {
+        let end = self.pos.checked_add(n)?;
+        if end > self.end {
+            return None;
+        }
+        let start = self.pos;
+        self.pos = end;
+        Some((start, end))
+    }
+
+    fn remaining(&self) -> usize {
+        self.end - self.pos
+    }
+}
+
+/// The events of one thread's run in a chunk, decoded one at a time (in increasing sequence
+/// order). Holds the chunk's bytes; bytes payloads are slices of them.
+#[derive(Debug)]
+pub struct RunCursor {
+    pub thread: u32,
+    count: u32,
+    done: u32,
+    seq: u64,
+    strings: u32,
+    raw: Bytes,
+    flags: Col,
+    gaps: Col,
+    kinds: Col,
+    sites: Col,
+    digests: Col,
+    ints: Col,
+    errnos: Col,
+    lengths: Col,
+    blobs: Col,
+    records: std::vec::IntoIter<Record>,
+    blob_deltas: bool,
+    deltas: Deltas,
+    blob_prev: BlobPrev,
+}
+
+impl std::fmt::Debug for Deltas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Deltas")
+    }
+}
+
+impl std::fmt::Debug for BlobPrev {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BlobPrev")
+    }
+}
+
+/// Where a delta-encoded bytes part goes: its own small buffer (one event at a time), or
+/// the run's shared buffer (all at once: one allocation per run, sliced afterwards).
+enum Rebuilt<'a> {
+    Own,
+    Shared(&'a mut Vec<u8>),
+}
+
+impl RunCursor {
+    fn new(
+        r: run::Reader<'_>,
+        raw: &Bytes,
+        fields: &mut Fields,
+        strings: u32,
+    ) -> Result<RunCursor, String> {
+        let e = |e: capnp::Error| e.to_string();
+        let count = r.get_count();
+        let flags = r.get_flags().map_err(e)?;
+        if count == 0 {
+            return Err("empty run".into());
+        }
+        if flags.len() != count as usize {
+            return Err(format!("{} flags for {count} events", flags.len()));
+        }
+        let records = r.get_records().map_err(e)?;
+        if records.len() > count {
+            return Err("columns hold more entries than the events use".into());
+        }
+        let mut recs = Vec::with_capacity(records.len() as usize);
+        for rec in records {
+            recs.push(decode_record(rec, 0, raw, fields)?);
+        }
+        Ok(RunCursor {
+            thread: r.get_thread(),
+            count,
+            done: 0,
+            seq: r.get_first_seq(),
+            strings,
+            raw: raw.clone(),
+            flags: Col::of(raw, flags),
+            gaps: Col::of(raw, r.get_seq_gaps().map_err(e)?),
+            kinds: Col::of(raw, r.get_kinds().map_err(e)?),
+            sites: Col::of(raw, r.get_sites().map_err(e)?),
+            digests: Col::of(raw, r.get_digests().map_err(e)?),
+            ints: Col::of(raw, r.get_ints().map_err(e)?),
+            errnos: Col::of(raw, r.get_errnos().map_err(e)?),
+            lengths: Col::of(raw, r.get_lengths().map_err(e)?),
+            blobs: Col::of(raw, r.get_blobs().map_err(e)?),
+            records: recs.into_iter(),
+            blob_deltas: r.get_blob_deltas(),
+            deltas: Deltas::default(),
+            blob_prev: BlobPrev::default(),
+        })
+    }
+
+    /// Events naming a string id above `n` are errors.
+    pub(crate) fn set_strings(&mut self, n: u32) {
+        self.strings = n;
+    }
+
+    /// Events in the run.
+    pub fn len(&self) -> u32 {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Events not yet decoded.
+    pub fn remaining(&self) -> u32 {
+        self.count - self.done
+    }
+
+    /// Bytes of the chunk this run keeps alive.
+    pub fn chunk_bytes(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// The next event, `Ok(None)` after the last (once its columns are checked to be used
+    /// up exactly). An error leaves the cursor at its end.
+    pub fn next_event(&mut self) -> Result<Option<Event>, String> {
+        match self.step(&mut Rebuilt::Own) {
+            Ok(Some((e, _))) => Ok(Some(e)),
+            Ok(None) => Ok(None),
+            Err(e) => {
+                self.done = self.count;
+                Err(e)
+            }
+        }
+    }
+
+    /// Every remaining event at once.
+    pub fn collect_all(mut self) -> Result<DecodedRun, String> {
+        let mut events = Vec::with_capacity(self.remaining() as usize);
+        let mut rebuilt = Vec::new();
+        let mut patch: Vec<(usize, usize, usize)> = Vec::new();
+        while let Some((e, part)) = self.step(&mut Rebuilt::Shared(&mut rebuilt))? {
+            if let Some((start, len)) = part {
+                patch.push((events.len(), start, len));
+            }
+            // Written into reserved capacity: `Vec::push` on this large type was not inlined
+            // and cost a sixth of the reader's time.
+            if events.len() < events.capacity() {
+                let len = events.len();
+                events.spare_capacity_mut()[0].write(e);
+                // SAFETY: the slot at `len` was just initialised and is within capacity.
+                unsafe { events.set_len(len + 1) };
+            } else {
+                events.push(e);
+            }
+        }
+        if !patch.is_empty() {
+            let rebuilt = Bytes::from(rebuilt);
+            for (i, start, len) in patch {
+                if let Payload::Bytes { data }
+                | Payload::Ret {
+                    data: Some(data), ..
+                } = &mut events[i].payload
+                {
+                    *data = rebuilt.slice(start..start + len);
+                }
+            }
+        }
+        Ok(DecodedRun {
+            thread: self.thread,
+            events,
+        })
+    }
+
+    /// Decodes one event. A delta-encoded bytes part rebuilt into a shared buffer comes with
+    /// its (start, length) there, and an empty placeholder in the event.
+    #[inline]
+    #[allow(clippy::type_complexity)]
+    fn step(
+        &mut self,
+        rebuilt: &mut Rebuilt<'_>,
+    ) -> Result<Option<(Event, Option<(usize, usize)>)>, String> {
+        let short = |col: &str| format!("column {col} ended early");
+        if self.done == self.count {
+            if self.done > 0 {
+                self.finish()?;
+            }
+            return Ok(None);
+        }
+        let raw: &[u8] = &self.raw;
+        let fl = raw[self.flags.pos];
+        self.flags.pos += 1;
+        if self.done > 0 {
+            let gap = self.gaps.varint(raw).ok_or_else(|| short("seqGaps"))?;
+            self.seq = self
+                .seq
                 .checked_add(gap)
                 .and_then(|s| s.checked_add(1))
                 .ok_or("sequence number overflows")?;
         }
-        let kind = kinds.varint().ok_or_else(|| short("kinds"))?;
+        self.done += 1;
+        let seq = self.seq;
+        let kind = self.kinds.varint(raw).ok_or_else(|| short("kinds"))?;
         let kind = u32::try_from(kind).map_err(|_| "kind id out of range")?;
         let site = if fl & FLAG_SITE != 0 {
-            u32::try_from(sites.varint().ok_or_else(|| short("sites"))?)
+            u32::try_from(self.sites.varint(raw).ok_or_else(|| short("sites"))?)
                 .map_err(|_| "site id out of range")?
         } else {
             0
         };
+        if self.strings != u32::MAX && (kind == 0 || kind > self.strings || site > self.strings) {
+            return Err(format!("event #{seq} names an unknown string"));
+        }
         let digest = if fl & FLAG_DIGEST != 0 {
-            let d = digests.take(8).ok_or_else(|| short("digests"))?;
-            Some(u64::from_le_bytes(d.try_into().unwrap()))
+            let (a, b) = self.digests.take(8).ok_or_else(|| short("digests"))?;
+            Some(u64::from_le_bytes(raw[a..b].try_into().unwrap()))
         } else {
             None
         };
         let ty = PayloadType::from_u8(fl & FLAG_TYPE_MASK)
             .ok_or_else(|| format!("unknown payload type {}", fl & FLAG_TYPE_MASK))?;
+        let ints = &mut self.ints;
+        let deltas = &mut self.deltas;
         let mut int = || -> Result<u64, String> {
-            let d = varint::unzigzag(ints.varint().ok_or_else(|| short("ints"))?);
+            let d = varint::unzigzag(ints.varint(raw).ok_or_else(|| short("ints"))?);
             let prev = deltas.slot(kind);
             *prev = prev.wrapping_add(d as u64);
             Ok(*prev)
         };
         let errno = if fl & FLAG_ERRNO != 0 {
-            let v = varint::unzigzag(errnos.varint().ok_or_else(|| short("errnos"))?);
+            let v = varint::unzigzag(self.errnos.varint(raw).ok_or_else(|| short("errnos"))?);
             i32::try_from(v).map_err(|_| "errno out of range")?
         } else {
             0
         };
+        let mut part_at = None;
         let data = if fl & FLAG_DATA != 0 {
-            let len = lengths.varint().ok_or_else(|| short("lengths"))?;
+            let len = self.lengths.varint(raw).ok_or_else(|| short("lengths"))?;
             let len = usize::try_from(len).map_err(|_| "length out of range")?;
-            let prev = blob_prev.slot(kind);
-            let part = if blob_deltas && delta_eligible(len) && prev.len() == len {
-                let mut out = Vec::with_capacity(len);
-                for o in prev.chunks_exact(8) {
-                    let d = varint::unzigzag(blobs.varint().ok_or_else(|| short("blobs"))?);
+            let prev = self.blob_prev.slot(kind);
+            let part = if self.blob_deltas && delta_eligible(len) && prev.len() == len {
+                let mut one = [0u8; 64];
+                for (i, o) in prev.chunks_exact(8).enumerate() {
+                    let d = varint::unzigzag(self.blobs.varint(raw).ok_or_else(|| short("blobs"))?);
                     let o = u64::from_le_bytes(o.try_into().unwrap());
-                    out.extend_from_slice(&o.wrapping_add(d as u64).to_le_bytes());
+                    one[i * 8..i * 8 + 8].copy_from_slice(&o.wrapping_add(d as u64).to_le_bytes());
                 }
-                out
+                prev.copy_from_slice(&one[..len]);
+                match rebuilt {
+                    Rebuilt::Own => Bytes::copy_from_slice(&one[..len]),
+                    Rebuilt::Shared(buf) => {
+                        part_at = Some((buf.len(), len));
+                        buf.extend_from_slice(&one[..len]);
+                        Bytes::new()
+                    }
+                }
             } else {
-                blobs.take(len).ok_or_else(|| short("blobs"))?.to_vec()
+                let (a, b) = self.blobs.take(len).ok_or_else(|| short("blobs"))?;
+                prev.clear();
+                if self.blob_deltas && delta_eligible(len) {
+                    prev.extend_from_slice(&raw[a..b]);
+                }
+                self.raw.slice(a..b)
             };
-            prev.clear();
-            if blob_deltas && delta_eligible(len) {
-                prev.extend_from_slice(&part);
-            }
             Some(part)
         } else {
             None
@@ -668,61 +1006,59 @@ fn decode_run(r: run::Reader<'_>) -> Result<DecodedRun, String> {
                 errno,
                 data,
             },
-            PayloadType::Record => {
-                if rec_i >= records.len() {
-                    return Err(short("records"));
-                }
-                let rec = decode_record(records.get(rec_i), 0)?;
-                rec_i += 1;
-                Payload::Record { record: rec }
-            }
+            PayloadType::Record => Payload::Record {
+                record: self.records.next().ok_or_else(|| short("records"))?,
+            },
         };
-        // Written into reserved capacity: `Vec::push` on this 80-byte type was not inlined
-        // and cost a sixth of the reader's time.
-        if events.len() < events.capacity() {
-            let len = events.len();
-            events.spare_capacity_mut()[0].write(Event {
-                seq,
-                thread,
-                kind,
-                site,
-                digest,
-                payload,
-            });
-            // SAFETY: the slot at `len` was just initialised and is within capacity.
-            unsafe { events.set_len(len + 1) };
-        } else {
-            events.push(Event {
-                seq,
-                thread,
-                kind,
-                site,
-                digest,
-                payload,
-            });
+        let e = Event {
+            seq,
+            thread: self.thread,
+            kind,
+            site,
+            digest,
+            payload,
+        };
+        Ok(Some((e, part_at)))
+    }
+
+    /// After the last event: every column must be used up exactly.
+    fn finish(&mut self) -> Result<(), String> {
+        let leftover = self.gaps.remaining()
+            + self.kinds.remaining()
+            + self.sites.remaining()
+            + self.digests.remaining()
+            + self.ints.remaining()
+            + self.errnos.remaining()
+            + self.lengths.remaining()
+            + self.blobs.remaining();
+        if leftover != 0 || self.records.len() != 0 {
+            return Err("columns hold more entries than the events use".into());
         }
+        Ok(())
     }
-    let leftover = gaps.remaining()
-        + kinds.remaining()
-        + sites.remaining()
-        + digests.remaining()
-        + ints.remaining()
-        + errnos.remaining()
-        + lengths.remaining()
-        + blobs.remaining();
-    if leftover != 0 || rec_i != records.len() {
-        return Err("columns hold more entries than the events use".into());
-    }
-    Ok(DecodedRun { thread, events })
 }
 
-fn decode_record(r: record::Reader<'_>, depth: u32) -> Result<Record, String> {
+fn decode_record(
+    r: record::Reader<'_>,
+    depth: u32,
+    raw: &Bytes,
+    count: &mut Fields,
+) -> Result<Record, String> {
     if depth >= super::MAX_RECORD_DEPTH {
         return Err("records nested too deep".into());
     }
     let e = |e: capnp::Error| e.to_string();
     let mut fields = Vec::new();
-    for f in r.get_fields().map_err(e)? {
+    let list = r.get_fields().map_err(e)?;
+    // Like events, decoded fields outweigh encoded ones: bounded per chunk.
+    count.count += list.len() as usize;
+    if count.count > count.max {
+        return Err(format!(
+            "records hold over {} fields, more than the recorder writes in one chunk",
+            count.max
+        ));
+    }
+    for f in list {
         let name = f
             .get_name()
             .map_err(e)?
@@ -735,8 +1071,10 @@ fn decode_record(r: record::Reader<'_>, depth: u32) -> Result<Record, String> {
             field::value::Text(t) => {
                 FieldValue::Text(t.map_err(e)?.to_string().map_err(|x| x.to_string())?)
             }
-            field::value::Bytes(d) => FieldValue::Bytes(Bytes::copy_from_slice(d.map_err(e)?)),
-            field::value::Record(r) => FieldValue::Record(decode_record(r.map_err(e)?, depth + 1)?),
+            field::value::Bytes(d) => FieldValue::Bytes(raw.slice_ref(d.map_err(e)?)),
+            field::value::Record(r) => {
+                FieldValue::Record(decode_record(r.map_err(e)?, depth + 1, raw, count)?)
+            }
         };
         fields.push(Field { name, value });
     }
@@ -780,7 +1118,7 @@ mod tests {
             batch.encode_into(&mut out);
             assert_eq!(out, batch.encode(), "round {round}");
             assert_eq!(out, canonical(&out), "round {round}");
-            let back = DecodedBatch::decode(&out, 0).unwrap();
+            let back = DecodedBatch::decode(Bytes::copy_from_slice(&out), 0).unwrap();
             let events = &back.runs[0].events;
             assert_eq!(events.len(), count);
             for (i, e) in events.iter().enumerate() {
@@ -828,13 +1166,15 @@ mod tests {
         );
         let out = batch.encode();
         assert_eq!(out, canonical(&out));
-        let back = DecodedBatch::decode(&out, 0).unwrap();
+        let back = DecodedBatch::decode(Bytes::copy_from_slice(&out), 0).unwrap();
         assert_eq!(back.threads, batch.threads);
         batch.threads.clear();
         let small = batch.encode();
         assert_eq!(small, canonical(&small));
         assert_eq!(
-            DecodedBatch::decode(&small, 0).unwrap().runs[0]
+            DecodedBatch::decode(Bytes::copy_from_slice(&small), 0)
+                .unwrap()
+                .runs[0]
                 .events
                 .len(),
             1
@@ -882,14 +1222,14 @@ mod tests {
             marks: vec![],
             ..Default::default()
         };
-        let back = DecodedBatch::decode(&batch.encode(), 0).unwrap();
+        let back = DecodedBatch::decode(Bytes::copy_from_slice(&batch.encode()), 0).unwrap();
         for (e, (_, d)) in back.runs[0].events.iter().zip(&parts) {
             assert_eq!(
                 e.payload,
                 Payload::Ret {
                     ret: 0,
                     errno: 0,
-                    data: Some(d.clone())
+                    data: Some(d.clone().into())
                 }
             );
         }
@@ -929,7 +1269,7 @@ mod tests {
             Payload::Uint { value: u64::MAX },
             Payload::Float { value: 0.25 },
             Payload::Bytes {
-                data: b"hello".to_vec(),
+                data: b"hello".to_vec().into(),
             },
             Payload::Ret {
                 ret: -1,
@@ -939,7 +1279,7 @@ mod tests {
             Payload::Ret {
                 ret: 16,
                 errno: 0,
-                data: Some(vec![9; 16]),
+                data: Some(vec![9u8; 16].into()),
             },
             Payload::Record { record: rec },
         ];
@@ -961,7 +1301,7 @@ mod tests {
             ..Default::default()
         };
         let bytes = batch.encode();
-        let back = DecodedBatch::decode(&bytes, 0).unwrap();
+        let back = DecodedBatch::decode(Bytes::copy_from_slice(&bytes), 0).unwrap();
         assert_eq!(back.strings.len(), 2);
         assert_eq!(back.threads, vec![(3, 0)]);
         assert_eq!(back.marks, vec![(5, 99)]);

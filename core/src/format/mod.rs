@@ -31,7 +31,9 @@ pub mod batch;
 pub mod frame;
 pub mod header;
 
-pub use batch::{record_size, BatchBuilder, DecodedBatch, DecodedRun, PayloadRef, RunBuilder};
+pub use batch::{
+    record_size, BatchBuilder, Chunk, DecodedBatch, DecodedRun, PayloadRef, RunBuilder, RunCursor,
+};
 pub use frame::{FrameHeader, FrameType};
 pub use header::{HeaderInfo, TrailerInfo};
 
@@ -44,10 +46,29 @@ pub const FORMAT_VERSION: u32 = 1;
 /// The oldest reader version able to read what this build writes.
 pub const MIN_READER_VERSION: u32 = 1;
 
-/// Bounds the reader enforces on untrusted input (the writer stays well inside them).
-pub const MAX_STORED: u32 = 64 << 20;
-pub const MAX_RAW: u32 = 256 << 20;
-/// A single payload larger than this is refused by the recorder with a message.
+/// A single payload larger than this is cut by the recorder, with a message.
 pub const MAX_PAYLOAD: usize = 32 << 20;
+/// The recorder writes a batch once its encoded columns reach this many bytes...
+pub const BATCH_BYTES: usize = 8 << 20;
+/// ... or this many events, so a reader decodes at most a few MiB of events at a time (a clock
+/// stream compresses so well that the byte bound alone let chunks hold a million events).
+pub const BATCH_EVENTS: u64 = 65536;
+/// Events of one thread the recorder hands to its writer at a time (a thread's chunk).
+pub const THREAD_CHUNK_EVENTS: usize = 8192;
+
+/// Bounds the reader enforces on untrusted input, before it allocates: what the writer can
+/// produce, so memory stays bounded (well under 64 MiB) on any input, crafted or not. A
+/// batch below `BATCH_BYTES` takes one more thread chunk, whose payloads stay below
+/// `MAX_PAYLOAD` (a chunk holding a larger arena is written on its own, see the recorder).
+pub const MAX_RAW: u32 = (MAX_PAYLOAD + BATCH_BYTES) as u32;
+pub const MAX_STORED: u32 = MAX_RAW + (1 << 20);
+/// Events in one chunk at most: a batch under `BATCH_EVENTS` plus one thread chunk.
+pub const MAX_CHUNK_EVENTS: usize = BATCH_EVENTS as usize + THREAD_CHUNK_EVENTS;
+/// Record fields in one chunk at most: the recorder estimates a field at 24 bytes or more and
+/// cuts a batch at `BATCH_BYTES` (plus a thread chunk's 256 KiB of records).
+/// What one decoded chunk may occupy at most: its bytes, its events and its record fields.
+/// The largest chunks the recorder writes take about 50 MiB (8 MiB of small records).
+pub const MAX_DECODED: usize = 56 << 20;
+pub const MAX_CHUNK_FIELDS: usize = (BATCH_BYTES + (256 << 10)) / 24 + 1024;
 /// Nesting bound for structured records.
 pub const MAX_RECORD_DEPTH: u32 = 16;
