@@ -194,7 +194,7 @@ mod tests {
         let p = Payload::Ret {
             ret: 0,
             errno: 0,
-            data: Some(vec![1; 16]),
+            data: Some(vec![1; 16].into()),
         };
         assert_eq!(ret_fit(&p, HOW_OUT, 16).unwrap().data, Some(&[1u8; 16][..]));
         assert!(ret_fit(&p, HOW_OUT, 8).is_err());
@@ -211,7 +211,7 @@ mod tests {
         let p = Payload::Ret {
             ret: 3,
             errno: 0,
-            data: Some(b"abc".to_vec()),
+            data: Some(b"abc".to_vec().into()),
         };
         assert_eq!(
             ret_fit(&p, HOW_READ, 10).unwrap(),
@@ -226,7 +226,7 @@ mod tests {
         let lie = Payload::Ret {
             ret: 5,
             errno: 0,
-            data: Some(b"abc".to_vec()),
+            data: Some(b"abc".to_vec().into()),
         };
         assert!(ret_fit(&lie, HOW_READ, 10).is_err());
         let failed = Payload::Ret {
