@@ -1,76 +1,77 @@
 #!/usr/bin/env bash
-# The replay demo: record a flaky C program until one run fails, then replay that failing
-# run three times and show that it fails the same way each time.
+# The replay demo: for a flaky program in each runtime (C, Java, Node), `replay hunt` records
+# runs until one fails and keeps that recording; `replay replay` then replays the failure twice
+# and it fails the same way, byte for byte, each time (the launcher compares the replayed
+# output with the recorded one and would exit 86 at the first difference).
 #
 #   bash demo/run.sh        (from anywhere; builds what it needs)
 #
-# Work files go to target/demo/. Set DEMO_ATTEMPTS to change the bound on recorded runs
-# (default 30; a run fails about one time in three).
+# Work files go to target/demo/ (recordings in target/demo/recordings). DEMO_ATTEMPTS bounds the
+# recorded runs per program (default 40; each fails about one run in four). DEMO_ONLY=c|java|node
+# runs one of the three.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 target=${CARGO_TARGET_DIR:-$root/target}
 case "$target" in /*) ;; *) target="$root/$target" ;; esac
 out="$target/demo"
-attempts=${DEMO_ATTEMPTS:-30}
+attempts=${DEMO_ATTEMPTS:-40}
+only=${DEMO_ONLY:-}
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-say "Building the C front end (cargo build --release -p replay-c)"
-cargo build --release -p replay-c
-if ! cargo build --release -p replay-cli; then
-    echo "(the replay CLI did not build; the last step will be skipped)"
-fi
+say "Building replay (cargo build --release --workspace: CLI, C library, JVM agent, Node addon)"
+cargo build --release --workspace
+replay="$target/release/replay"
 
+rm -rf "$out"
 mkdir -p "$out"
-rm -f "$out"/run-*.replay "$out"/*.out
-lib="$target/release/libreplay_c.a"
-cc -O2 -Wall -Wextra demo/flaky.c -I c-header/include "$lib" -lpthread -ldl -lm -o "$out/flaky"
+export REPLAY_DIR="$out/recordings"
 
-say "Recording runs of demo/flaky.c until one fails (at most $attempts)"
-failing=""
-for i in $(seq 1 "$attempts"); do
-    log="$out/run-$i.replay"
+# hunt NAME CMD...: record until a run fails, then replay that failure twice.
+hunt() {
+    local name=$1
+    shift
+    say "$name: replay hunt -n $attempts -- $*"
     set +e
-    REPLAY_MODE=record REPLAY_LOG="$log" "$out/flaky" >"$out/record-$i.out" 2>&1
-    status=$?
+    "$replay" hunt -n "$attempts" -- "$@" >"$out/$name-hunt.out" 2>"$out/$name-hunt.err"
+    local status=$?
     set -e
-    last=$(tail -n 1 "$out/record-$i.out")
-    printf 'run %2d: exit %d  %s\n' "$i" "$status" "$last"
+    grep -v '^Picked up JAVA_TOOL_OPTIONS' "$out/$name-hunt.err" || true
     if [ "$status" -ne 0 ]; then
-        failing=$i
-        break
+        echo "no run of $name failed in $attempts attempts (unlucky); run the demo again"
+        return 1
     fi
-    rm -f "$log" "$out/record-$i.out"
-done
-if [ -z "$failing" ]; then
-    echo "no run failed in $attempts attempts (unlucky); run the demo again"
-    exit 1
+    for k in 1 2; do
+        say "$name: replay replay -- $* (replay $k of 2)"
+        set +e
+        "$replay" replay -- "$@" >"$out/$name-replay-$k.out" 2>"$out/$name-replay-$k.err"
+        status=$?
+        set -e
+        grep -v '^Picked up JAVA_TOOL_OPTIONS' "$out/$name-replay-$k.err" || true
+        cat "$out/$name-replay-$k.out"
+        case $status in
+            1) echo "-> exit 1, the recorded failure; output identical to the recorded run (replay compared it)" ;;
+            86) echo "-> exit 86: the replay diverged (report above)"; return 1 ;;
+            *) echo "-> exit $status: not the recorded failure"; return 1 ;;
+        esac
+    done
+    cmp -s "$out/$name-replay-1.out" "$out/$name-replay-2.out" || { echo "the two replays differ"; return 1; }
+}
+
+failed=0
+if [ -z "$only" ] || [ "$only" = c ]; then
+    cc -O2 -Wall -Wextra demo/flaky.c -I c-header/include "$target/release/libreplay_c.a" \
+        -lpthread -ldl -lm -o "$out/flaky"
+    hunt c "$out/flaky" || failed=1
+fi
+if [ -z "$only" ] || [ "$only" = java ]; then
+    hunt java java demo/Flaky.java || failed=1
+fi
+if [ -z "$only" ] || [ "$only" = node ]; then
+    hunt node node demo/flaky.js || failed=1
 fi
 
-log="$out/run-$failing.replay"
-say "Run $failing failed. What it printed while recording:"
-cat "$out/record-$failing.out"
-
-for k in 1 2 3; do
-    say "Replay $k of $log"
-    set +e
-    REPLAY_MODE=replay REPLAY_LOG="$log" "$out/flaky" >"$out/replay-$k.out" 2>&1
-    status=$?
-    set -e
-    cat "$out/replay-$k.out"
-    if cmp -s "$out/record-$failing.out" "$out/replay-$k.out"; then
-        echo "-> exit $status, output identical to the recorded run"
-    else
-        echo "-> exit $status, output DIFFERS from the recorded run:"
-        diff "$out/record-$failing.out" "$out/replay-$k.out" || true
-        exit 1
-    fi
-done
-
-say "replay info $log"
-if [ -x "$target/release/replay" ]; then
-    "$target/release/replay" info "$log"
-else
-    echo "(target/release/replay is not built; skipping this step)"
-fi
+say "replay ls (the kept recordings)"
+"$replay" ls
+exit "$failed"
