@@ -300,15 +300,16 @@ function create(native, host) {
   let stall = null;
 
   // Whether what this module holds keeps the loop alive: as long as one wait is strong.
+  // `refed` is the state `pending` and `stall` were last given (new ones start ref'd).
+  let refed = true;
   const liveness = () => {
     const strong = waiters.size > weak.size;
-    if (pending !== null) {
-      if (strong) pending.ref();
-      else pending.unref();
-    }
-    if (stall !== null) {
-      if (strong) stall.ref();
-      else stall.unref();
+    if (strong === refed) return;
+    refed = strong;
+    for (const h of [pending, stall]) {
+      if (h === null) continue;
+      if (strong) h.ref();
+      else h.unref();
     }
   };
 
@@ -368,7 +369,7 @@ function create(native, host) {
       // timeout (the timer also keeps the process alive meanwhile, as the real I/O would).
       if (stall === null) {
         stall = realSetTimeout(stalled, timeoutMs);
-        liveness();
+        if (!refed) stall.unref();
       }
       return;
     }
@@ -387,7 +388,8 @@ function create(native, host) {
   function pump() {
     if (pending !== null || waiters.size === 0) return;
     pending = realImmediate(run);
-    if (weak.size !== 0) liveness();
+    if (!refed) pending.unref();
+    liveness();
   }
 
   ev.await = (key, cb, isWeak) => {
@@ -403,7 +405,7 @@ function create(native, host) {
     waiters.set(key, cb);
     if (isWeak) weak.add(key);
     if (pending === null) pump();
-    else if (weak.size !== 0) liveness();
+    else if (refed === Boolean(isWeak)) liveness();
   };
   ev.cancel = (key) => {
     if (!waiters.delete(key)) return;

@@ -180,3 +180,34 @@ test('a program sleeping 10 s replays without sleeping, with the same output', (
   // Not a timing figure: a replay that slept would take the recording's 10 s at least.
   assert.ok(secs < 8, `replay took ${secs} s`);
 });
+
+// Clearing the only other timer inside a callback, then making an immediate (what mocha
+// does between tests: its test timeout is cleared, the next test starts from setImmediate):
+// replay must not end the program there. Unref'd timers and an unref'd interval that fire
+// while something else keeps the process alive fire in replay too.
+const CLEARED = `
+const guard = setTimeout(() => console.log('guard fired'), 5000);
+setTimeout(() => {
+  clearTimeout(guard);
+  setImmediate(() => {
+    console.log('after clear');
+    const weak = setInterval(() => console.log('weak interval'), 30);
+    weak.unref();
+    console.log('hasRef', weak.hasRef(), guard.hasRef());
+    setTimeout(() => { clearInterval(weak); console.log('end'); }, 100);
+  });
+}, 10);
+`;
+
+test('a cleared last timer, then an immediate; unref\'d intervals firing meanwhile', () => {
+  const dir = tmpdir('timers-cleared');
+  const app = script(dir, 'cleared.js', CLEARED);
+  const log = `${dir}/cleared.replay`;
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^after clear\nhasRef false true\n(weak interval\n)+end\n$/);
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
