@@ -24,6 +24,8 @@
 const timers = require('timers');
 const util = require('util');
 
+const TIMEOUT_MAX = 2 ** 31 - 1;
+
 function install(ev, native) {
   const real = {
     setTimeout: timers.setTimeout,
@@ -119,6 +121,10 @@ function install(ev, native) {
     // toPrimitive), over a wait in the completion order instead of a libuv timer.
     class Timeout {
       constructor(cb, args, ms, repeat) {
+        // The warning Node's own setTimeout writes (the program's stderr is compared).
+        if (ms > TIMEOUT_MAX) {
+          process.emitWarning(`${ms} does not fit into a 32-bit signed integer.\nTimeout duration was set to 1.`, 'TimeoutOverflowWarning');
+        }
         this._onTimeout = cb;
         this._timerArgs = args;
         this._idleTimeout = ms;

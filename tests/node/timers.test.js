@@ -122,7 +122,7 @@ test('timers made in another order, or more or fewer timers than recorded, are a
     // swap: the first timer is now b's, and fires first as recorded: b is printed where the
     // recording printed a. fewer: the second firing is left over at exit. more: the third
     // timer waits for a firing the recording does not have.
-    const r = runNode('replay', log, app, { args: [how], env: { REPLAY_TIMEOUT: '2' } });
+    const r = runNode('replay', log, app, { args: [how], env: { REPLAY_TIMEOUT: '2s' } });
     assert.strictEqual(r.code, 86, `${how}: ${r.stderr}`);
     assert.match(r.stderr, /DIVERGENCE/, how);
     assert.doesNotMatch(r.stdout, /^b\na\n/, how);
