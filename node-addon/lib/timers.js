@@ -16,8 +16,8 @@
 // the same keys.
 //
 // What stays live: timers Node makes internally (socket and http timeouts, keep-alive,
-// AbortSignal.timeout: they do not go through these functions), the async iterator of
-// timers/promises' setInterval, timers made while a hook runs a real function (ev.busy),
+// AbortSignal.timeout: they do not go through these functions), timers made while a hook
+// runs a real function (ev.busy),
 // and every timer after replay went live (they run on real time from there). Replay counts
 // the public ones it lets run (ranLive 'timer').
 
@@ -44,6 +44,7 @@ function install(ev, native) {
   const realP = tp && {
     setTimeout: tp.setTimeout,
     setImmediate: tp.setImmediate,
+    setInterval: tp.setInterval,
     scheduler: tp.scheduler,
     wait: tp.scheduler && tp.scheduler.wait,
     yield: tp.scheduler && tp.scheduler.yield,
@@ -368,6 +369,59 @@ function install(ev, native) {
     return h;
   }
 
+  // timers/promises' setInterval: an async iterator over a hooked setInterval (Node's own
+  // runs an internal timer no hook sees), so each tick is a firing in the completion order
+  // in both modes. Ticks that came while the consumer was busy are yielded at once, as in
+  // Node; an aborted signal ends it with the AbortError Node's own makes.
+  if (realP && realP.setInterval) {
+    hooks.pInterval = named('setInterval', function (...a) {
+      const [ms, value, options = {}] = a;
+      const signal = options && options.signal;
+      if (
+        ev.busy ||
+        !ev.on ||
+        (ms !== undefined && typeof ms !== 'number') ||
+        options === null ||
+        typeof options !== 'object' ||
+        (signal !== undefined && (signal === null || typeof signal !== 'object' || !('aborted' in signal))) ||
+        (options.ref !== undefined && typeof options.ref !== 'boolean')
+      ) {
+        return Reflect.apply(realP.setInterval, this, a);
+      }
+      return (async function* setInterval() {
+        let ticks = 0;
+        let wake = null;
+        const onTick = () => {
+          ticks++;
+          if (wake !== null) {
+            const w = wake;
+            wake = null;
+            w();
+          }
+        };
+        const onAbort = () => onTick();
+        let t = null;
+        if (!(signal && signal.aborted)) {
+          t = hooks.setInterval(onTick, ms);
+          if (options.ref === false) t.unref();
+          if (signal) signal.addEventListener('abort', onAbort, { once: true });
+        }
+        try {
+          while (!(signal && signal.aborted)) {
+            if (ticks === 0) await new Promise((resolve) => (wake = resolve));
+            if (signal && signal.aborted) break;
+            for (; ticks > 0; ticks--) yield value;
+          }
+          // Node's AbortError, with the signal's reason as its cause.
+          await realP.setTimeout(0, undefined, { signal });
+        } finally {
+          if (t !== null) (hooks.clearInterval || real.clearInterval)(t);
+          if (signal) signal.removeEventListener('abort', onAbort);
+        }
+      })();
+    });
+  }
+
   // util.promisify(setTimeout) uses this symbol of the function it is given.
   if (hooks.pTimeout) hooks.setTimeout[util.promisify.custom] = hooks.pTimeout;
   if (hooks.pImmediate) hooks.setImmediate[util.promisify.custom] = hooks.pImmediate;
@@ -381,6 +435,7 @@ function install(ev, native) {
   if (tp) {
     if (hooks.pTimeout) tp.setTimeout = hooks.pTimeout;
     if (hooks.pImmediate) tp.setImmediate = hooks.pImmediate;
+    if (hooks.pInterval) tp.setInterval = hooks.pInterval;
     if (realP.scheduler) {
       if (hooks.wait) realP.scheduler.wait = hooks.wait;
       if (hooks.yield) realP.scheduler.yield = hooks.yield;
@@ -395,6 +450,7 @@ function install(ev, native) {
     if (tp) {
       tp.setTimeout = realP.setTimeout;
       tp.setImmediate = realP.setImmediate;
+      if (realP.setInterval) tp.setInterval = realP.setInterval;
       if (realP.scheduler) {
         if (realP.wait) realP.scheduler.wait = realP.wait;
         if (realP.yield) realP.scheduler.yield = realP.yield;

@@ -129,8 +129,9 @@ test('timers made in another order, or more or fewer timers than recorded, are a
   }
 });
 
-// Sleeps 10 x 1 s (setTimeout, timers/promises, util.promisify, an interval, setImmediate
-// in between) and prints clock-derived values: replay prints the same without the 10 s.
+// Sleeps 10 x 1 s and more (setTimeout, timers/promises and its interval iterator,
+// util.promisify, an interval, setImmediate in between) and prints clock-derived values:
+// replay prints the same without the wait.
 const SLEEPY = `
 const { setTimeout: sleep, setImmediate: tick } = require('timers/promises');
 const util = require('util');
@@ -154,6 +155,20 @@ const t0 = Date.now();
       if (n === 3) { clearInterval(iv); resolve(); }
     }, 1000);
   });
+  // timers/promises' interval iterator: two ticks, then one ended by its signal.
+  const every = require('timers/promises').setInterval;
+  let k = 0;
+  for await (const v of every(500, 'tick')) {
+    console.log(v, ++k, Math.round((Date.now() - t0) / 100));
+    if (k === 2) break;
+  }
+  const stop = new AbortController();
+  setTimeout(() => stop.abort(), 700);
+  try {
+    for await (const v of every(500, 'tock', { signal: stop.signal })) console.log(v, Math.round((Date.now() - t0) / 100));
+  } catch (e) {
+    console.log('interval', e.name);
+  }
   // A timeout whose signal aborts it: never fires, the promise rejects as recorded.
   const ac = new AbortController();
   const p = sleep(5000, 'never', { signal: ac.signal }).catch((e) => console.log('aborted', e.name, e.code));
@@ -170,7 +185,7 @@ test('a program sleeping 10 s replays without sleeping, with the same output', (
   const rec = runNode('record', log, app);
   assert.strictEqual(rec.code, 0, rec.stderr);
   assert.match(rec.stdout, /^sleep 0 v0 1\n/);
-  assert.match(rec.stdout, /aborted AbortError ABORT_ERR\ntotal 1\d\n$/);
+  assert.match(rec.stdout, /\ntick 2 \d+\ntock \d+\ninterval AbortError\naborted AbortError ABORT_ERR\ntotal 1\d\n$/);
   const started = process.hrtime.bigint();
   const rep = runNode('replay', log, app);
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
