@@ -15,9 +15,9 @@
 // timeout) are 't<n>.<k>'. A program making its timers in the same order in both runs gets
 // the same keys.
 //
-// What stays live: timers Node makes internally (socket and http timeouts, keep-alive,
-// AbortSignal.timeout: they do not go through these functions), timers made while a hook
-// runs a real function (ev.busy),
+// What stays live: timers Node makes internally (socket and http timeouts, keep-alive: they
+// do not go through these functions; AbortSignal.timeout is rebuilt over a hooked timeout),
+// timers made while a hook runs a real function (ev.busy),
 // and every timer after replay went live (they run on real time from there). Replay counts
 // the public ones it lets run (ranLive 'timer').
 
@@ -422,6 +422,25 @@ function install(ev, native) {
     });
   }
 
+  // AbortSignal.timeout: Node's runs an internal unref'd timer; this one is a hooked unref'd
+  // timeout, so the abort is a firing in the completion order (a fetch timing out in the
+  // recording times out at the same place in replay, not after real time or never).
+  const realAbortTimeout = typeof AbortSignal === 'function' ? AbortSignal.timeout : undefined;
+  if (typeof realAbortTimeout === 'function' && typeof DOMException === 'function') {
+    hooks.abortTimeout = named('timeout', function (...a) {
+      const ms = a[0];
+      // Argument errors from Node's own (a non-integer or out-of-range delay).
+      if (ev.busy || !ev.on || !Number.isInteger(ms) || ms < 0 || ms > 0xffffffff) {
+        return Reflect.apply(realAbortTimeout, this, a);
+      }
+      const ac = new AbortController();
+      hooks
+        .setTimeout(() => ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), ms)
+        .unref();
+      return ac.signal;
+    });
+  }
+
   // util.promisify(setTimeout) uses this symbol of the function it is given.
   if (hooks.pTimeout) hooks.setTimeout[util.promisify.custom] = hooks.pTimeout;
   if (hooks.pImmediate) hooks.setImmediate[util.promisify.custom] = hooks.pImmediate;
@@ -431,6 +450,9 @@ function install(ev, native) {
     timers[k] = hooks[k];
     const d = globalsWere[k];
     if (d) Object.defineProperty(globalThis, k, { ...d, value: hooks[k] });
+  }
+  if (hooks.abortTimeout) {
+    Object.defineProperty(AbortSignal, 'timeout', { ...Object.getOwnPropertyDescriptor(AbortSignal, 'timeout'), value: hooks.abortTimeout });
   }
   if (tp) {
     if (hooks.pTimeout) tp.setTimeout = hooks.pTimeout;
@@ -442,6 +464,9 @@ function install(ev, native) {
     }
   }
   ev.onDisable(() => {
+    if (hooks.abortTimeout) {
+      Object.defineProperty(AbortSignal, 'timeout', { ...Object.getOwnPropertyDescriptor(AbortSignal, 'timeout'), value: realAbortTimeout });
+    }
     for (const k of names) {
       timers[k] = real[k];
       const d = globalsWere[k];

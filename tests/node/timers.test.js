@@ -226,3 +226,27 @@ test('a cleared last timer, then an immediate; unref\'d intervals firing meanwhi
   assert.strictEqual(rep.stderr, '');
   assert.strictEqual(rep.stdout, rec.stdout);
 });
+
+// AbortSignal.timeout (a fetch's usual deadline) aborts at its recorded place among the
+// program's timers; live, its real-time timer would not fire before the compressed ones.
+const DEADLINE = `
+const s = AbortSignal.timeout(200);
+s.addEventListener('abort', () => console.log('aborted', s.reason.name, s.reason.code, s.reason instanceof DOMException));
+setTimeout(() => console.log('t100', s.aborted), 100);
+setTimeout(() => console.log('t300', s.aborted), 300);
+const late = AbortSignal.timeout(60000);
+late.onabort = () => console.log('never: unref\\'d, the program ends first');
+`;
+
+test('AbortSignal.timeout fires at its recorded place', () => {
+  const dir = tmpdir('timers-abort');
+  const app = script(dir, 'deadline.js', DEADLINE);
+  const log = `${dir}/deadline.replay`;
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 't100 false\naborted TimeoutError 23 true\nt300 true\n');
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
