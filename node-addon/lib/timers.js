@@ -19,7 +19,7 @@
 // do not go through these functions; AbortSignal.timeout is rebuilt over a hooked timeout),
 // timers made while a hook runs a real function (ev.busy),
 // and every timer after replay went live (they run on real time from there). Replay counts
-// the public ones it lets run (ranLive 'timer').
+// those and socket timeouts as ranLive('timer').
 
 const timers = require('timers');
 const util = require('util');
@@ -114,6 +114,23 @@ function install(ev, native) {
         // Only a report's detail is lost.
       }
     };
+    // Socket and request timeouts (socket.setTimeout, req.setTimeout, http's `timeout`
+    // option) run Node's internal timer on real time: counted, so that a report where one
+    // fired in the recording (its place in replay then differs) says a timer ran live.
+    const Socket = require('net').Socket;
+    const realSockTimeout = Socket.prototype.setTimeout;
+    if (typeof realSockTimeout === 'function') {
+      const sockTimeout = {
+        setTimeout(msecs, cb) {
+          if (msecs > 0) counted();
+          return Reflect.apply(realSockTimeout, this, arguments);
+        },
+      }.setTimeout;
+      Socket.prototype.setTimeout = sockTimeout;
+      ev.onDisable(() => {
+        if (Socket.prototype.setTimeout === sockTimeout) Socket.prototype.setTimeout = realSockTimeout;
+      });
+    }
     // What clearTimeout(n) finds for a number a program kept (Timeout[Symbol.toPrimitive]).
     const byId = new Map();
     let ids = 0;
