@@ -250,3 +250,32 @@ test('AbortSignal.timeout fires at its recorded place', () => {
   assert.strictEqual(rep.stderr, '');
   assert.strictEqual(rep.stdout, rec.stdout);
 });
+
+// A request timeout is Node's internal socket timer, which stays live: when it fired in the
+// recording, replay cannot put it in its place. That must be loud (a divergence whose report
+// says a timer ran live), never a quiet other order.
+const HANG = `
+const http = require('http');
+const req = http.get({ host: '127.0.0.1', port: process.argv[2], path: '/hang', agent: false }, () => console.log('response'));
+req.setTimeout(300, () => { console.log('request timeout'); req.destroy(new Error('gave up')); });
+req.on('error', (e) => console.log('error', e.message));
+setTimeout(() => console.log('t100'), 100);
+`;
+
+test('a request timeout that fired in the recording is a divergence naming a live timer', async () => {
+  const dir = tmpdir('timers-hang');
+  const app = script(dir, 'hang.js', HANG);
+  const log = `${dir}/hang.replay`;
+  const server = http.createServer(() => {});
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const port = String(server.address().port);
+  const rec = await runNodeAsync('record', log, app, { args: [port] });
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 't100\nrequest timeout\nerror gave up\n');
+  const rep = runNode('replay', log, app, { args: [port] });
+  assert.strictEqual(rep.code, 86, rep.stderr);
+  assert.match(rep.stderr, /DIVERGENCE/);
+  assert.match(rep.stderr, /ran live by rule in this replay: \d+ timer/);
+});
