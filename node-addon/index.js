@@ -872,6 +872,13 @@ function install() {
       return;
     }
   }
+  // Timers and immediates as completions (last: the modules above take the real ones).
+  try {
+    require('./lib/timers.js').install(ev, native);
+  } catch (e) {
+    disable('installing the timer hooks', e);
+    return;
+  }
   // The program's stdout/stderr writes (before the ES module exports are synced: fs.writeSync
   // is hooked there too), and what replay lets run live by rule.
   try {

@@ -32,7 +32,10 @@
 //                           order reaches `key`; completions are delivered one per loop turn in
 //                           recorded order. A completion the program never waits for within the
 //                           session timeout is a divergence naming both. cb(ev.LIVE) when
-//                           replay went live.
+//                           replay went live. `weak`: the wait keeps the process alive no
+//                           more than an unref'd timer would (lib/timers.js)
+//   ev.cancel(key)          replay: drop the wait for `key` (a cleared timer)
+//   ev.weak(key, w)         replay: make the wait for `key` weak (unref) or not (ref)
 //   ev.opKey(identity)      'identity#n', n counting per identity: a key for ev.done/ev.await
 //                           that is the same in both runs for repeated identical operations
 //   ev.opCount(identity)    the counter opKey uses, { n }: a caller that keeps it makes the
@@ -44,6 +47,13 @@
 //   ev.encode(v)/decode(x)  the value codec, exposed for tests
 
 const path = require('path');
+// The real timer functions, taken before lib/timers.js hooks the globals and `timers`:
+// delivering completions must not itself become completions.
+const {
+  setImmediate: realImmediate,
+  setTimeout: realSetTimeout,
+  clearTimeout: realClearTimeout,
+} = require('timers');
 
 const PKG = path.dirname(__dirname);
 const LIVE = Symbol('replay-node.live');
@@ -221,8 +231,10 @@ function create(native, host) {
     },
     doneHead() {},
     await(key, cb) {
-      setImmediate(cb, LIVE);
+      realImmediate(cb, LIVE);
     },
+    cancel() {},
+    weak() {},
   };
 
   if (host.mode === 'record') {
@@ -279,15 +291,34 @@ function create(native, host) {
   const doneKind = native.evKind('node.done');
   const timeoutMs = Math.max(1, native.evTimeoutMs());
   const waiters = new Map();
+  // Keys of the waits that do not keep the process alive (unref'd timers): with only those
+  // left, the delivering immediate and the stall timer are unref'd too, so the program ends
+  // where the recorded one did (an unref'd timer that never fired is no completion).
+  const weak = new Set();
   let head = null; // the next recorded completion ({k, v}), taken but not yet delivered
-  let scheduled = false;
+  let pending = null; // the immediate that runs `run`
   let stall = null;
+
+  // Whether what this module holds keeps the loop alive: as long as one wait is strong.
+  // `refed` is the state `pending` and `stall` were last given (new ones start ref'd).
+  let refed = true;
+  const liveness = () => {
+    const strong = waiters.size > weak.size;
+    if (strong === refed) return;
+    refed = strong;
+    for (const h of [pending, stall]) {
+      if (h === null) continue;
+      if (strong) h.ref();
+      else h.unref();
+    }
+  };
 
   const goLive = () => {
     const cbs = [...waiters.values()];
     waiters.clear();
+    weak.clear();
     head = null;
-    for (const cb of cbs) setImmediate(cb, LIVE);
+    for (const cb of cbs) realImmediate(cb, LIVE);
   };
 
   const stalled = () => {
@@ -318,7 +349,7 @@ function create(native, host) {
 
   // Delivers at most one completion per loop turn, as the recorded run got them.
   const run = () => {
-    scheduled = false;
+    pending = null;
     if (waiters.size === 0) return;
     if (!ev.on) {
       goLive();
@@ -336,14 +367,18 @@ function create(native, host) {
     if (cb === undefined) {
       // The operation it belongs to has not started yet; give the program until the
       // timeout (the timer also keeps the process alive meanwhile, as the real I/O would).
-      if (stall === null) stall = setTimeout(stalled, timeoutMs);
+      if (stall === null) {
+        stall = realSetTimeout(stalled, timeoutMs);
+        if (!refed) stall.unref();
+      }
       return;
     }
     if (stall !== null) {
-      clearTimeout(stall);
+      realClearTimeout(stall);
       stall = null;
     }
     waiters.delete(head.k);
+    weak.delete(head.k);
     const value = head.v;
     head = null;
     pump();
@@ -351,23 +386,37 @@ function create(native, host) {
   };
 
   function pump() {
-    if (scheduled || waiters.size === 0) return;
-    scheduled = true;
-    setImmediate(run);
+    if (pending !== null || waiters.size === 0) return;
+    pending = realImmediate(run);
+    if (!refed) pending.unref();
+    liveness();
   }
 
-  ev.await = (key, cb) => {
+  ev.await = (key, cb, isWeak) => {
     if (!ev.on) {
-      setImmediate(cb, LIVE);
+      realImmediate(cb, LIVE);
       return;
     }
     if (waiters.has(key)) {
       ev.fail('replay', new Error(`two operations wait for the same completion key ${key}`));
-      setImmediate(cb, LIVE);
+      realImmediate(cb, LIVE);
       return;
     }
     waiters.set(key, cb);
-    pump();
+    if (isWeak) weak.add(key);
+    if (pending === null) pump();
+    else if (refed === Boolean(isWeak)) liveness();
+  };
+  ev.cancel = (key) => {
+    if (!waiters.delete(key)) return;
+    weak.delete(key);
+    liveness();
+  };
+  ev.weak = (key, isWeak) => {
+    if (!waiters.has(key)) return;
+    if (isWeak) weak.add(key);
+    else weak.delete(key);
+    liveness();
   };
   ev.onDisable(goLive);
   return ev;

@@ -412,10 +412,12 @@ pub fn exit_status(code: i32) -> Res<()> {
 /// What the JS side counts as let run live by rule ([`ran_live`]); the core keeps static
 /// names. Whether replay sees nothing of what it does (its own output goes to the inherited
 /// stdout, its reads are not replayed): then a replay that did not diverge says so at its end.
-const LIVE_KINDS: [(&str, bool); 3] = [
+const LIVE_KINDS: [(&str, bool); 4] = [
     ("worker thread", true),
     ("child process", true),
     ("vm context", false),
+    // A timer of the program that fires on real time (lib/timers.js: after replay went live).
+    ("timer", false),
 ];
 
 /// Replay: one thing of kind `what` (one of [`LIVE_KINDS`]) ran live by rule; reports list
