@@ -873,10 +873,11 @@ function install() {
     }
   }
   // The program's stdout/stderr writes (before the ES module exports are synced: fs.writeSync
-  // is hooked there too), and what replay lets run live by rule.
+  // is hooked there too), and child processes (lib/child.js: replayed from this side, or run
+  // live by rule and counted).
   try {
     if (native.wantsOutput()) output = require('./lib/output.js').install(ev, native, host);
-    if (started === 'replay') require('./lib/live.js').install(native);
+    require('./lib/child.js').install(ev, native);
   } catch (e) {
     disable('installing the output hooks', e);
     return;
