@@ -6,7 +6,7 @@
 // The hooks must be installed before any user code runs (a reference to the real function
 // taken earlier bypasses them), which is what --require does. worker_threads run --require
 // modules too: there installWorker hooks the worker's own Date, Math.random,
-// performance.now and fs, recorded as a logical thread of the process (`worker N`).
+// performance.now, fs and child processes, recorded as a logical thread of the process (`worker N`).
 
 const { isMainThread } = require('worker_threads');
 const fs = require('fs');
@@ -212,6 +212,8 @@ function installWorker() {
     ev = events.create(native, host);
     const file = path.join(__dirname, 'lib', 'fs.js');
     if (ev.live(() => fs.existsSync(file))) require(file).install(ev);
+    // Children a worker starts (esbuild's buildSync runs its binary from a worker).
+    require('./lib/child.js').install(ev, native);
   } catch (e) {
     host.disable('installing the hooks in a worker thread', e);
   }

@@ -226,6 +226,9 @@ function install(ev, native) {
     if (i === 1) cp.stdout = null;
     else cp.stderr = null;
     cp.stdio[i] = null;
+    // The real child would hold no pipe of this process: this one must not keep the event
+    // loop alive either (esbuild's service child, unref'd, inherits stderr).
+    sock.unref();
     const out = i === 1 ? process.stdout : process.stderr;
     sock.on('data', (b) => {
       try {
