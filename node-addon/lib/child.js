@@ -40,7 +40,6 @@ const childProcess = require('child_process');
 const net = require('net');
 const path = require('path');
 
-const KEY = Symbol('replay-node.child');
 
 // Runtimes the launcher records in their own log when the tree's variables reach them.
 const RUNTIMES = /^(node|nodejs|java|javac|jshell|jar|jdb|javadoc|npm|npx|yarn|pnpm)$/;
@@ -392,7 +391,6 @@ function install(ev, native) {
       ranLive();
       return realSpawn.call(this, options);
     }
-    this[KEY] = true;
     return replayAsync(this, options, modes, rec);
   };
   Object.defineProperty(spawn, 'length', { value: realSpawn.length });

@@ -170,6 +170,23 @@ int main(void) {
   assert.deepStrictEqual(markerLines(t), ['ran']);
 });
 
+test('a child still running when the parent exits (unref\'d, as esbuild\'s service) replays to the same end', () => {
+  const t = setup('unref', `
+const { spawn } = require('child_process');
+const c = spawn('sh', ['-c', 'echo ready $X; echo $X >> ' + process.argv[2] + '/marker; exec sleep 5']);
+c.stdout.setEncoding('utf8').once('data', (s) => {
+  console.log('got', s.trim());
+  c.unref();
+  c.stdin.unref();
+  c.stdout.unref();
+  c.stderr.unref();
+  setTimeout(() => console.log('parent done'), 20);
+});
+`);
+  const out = recordReplay(t);
+  assert.strictEqual(out, 'got ready one\nparent done\n');
+});
+
 test('what the parent writes to a replayed child is checked: another request is a divergence', () => {
   const t = setup('stdin', `
 const { spawn } = require('child_process');
