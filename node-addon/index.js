@@ -6,7 +6,7 @@
 // The hooks must be installed before any user code runs (a reference to the real function
 // taken earlier bypasses them), which is what --require does. worker_threads run --require
 // modules too: there installWorker hooks the worker's own Date, Math.random,
-// performance.now and fs, recorded as a logical thread of the process (`worker N`).
+// performance.now, fs and child processes, recorded as a logical thread of the process (`worker N`).
 
 const { isMainThread } = require('worker_threads');
 const fs = require('fs');
@@ -212,6 +212,8 @@ function installWorker() {
     ev = events.create(native, host);
     const file = path.join(__dirname, 'lib', 'fs.js');
     if (ev.live(() => fs.existsSync(file))) require(file).install(ev);
+    // Children a worker starts (esbuild's buildSync runs its binary from a worker).
+    require('./lib/child.js').install(ev, native);
   } catch (e) {
     host.disable('installing the hooks in a worker thread', e);
   }
@@ -880,10 +882,11 @@ function install() {
     return;
   }
   // The program's stdout/stderr writes (before the ES module exports are synced: fs.writeSync
-  // is hooked there too), and what replay lets run live by rule.
+  // is hooked there too), and child processes (lib/child.js: replayed from this side, or run
+  // live by rule and counted).
   try {
     if (native.wantsOutput()) output = require('./lib/output.js').install(ev, native, host);
-    if (started === 'replay') require('./lib/live.js').install(native);
+    require('./lib/child.js').install(ev, native);
   } catch (e) {
     disable('installing the output hooks', e);
     return;
