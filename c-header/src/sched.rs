@@ -797,12 +797,16 @@ pub unsafe extern "C" fn replay_thread_create(
         rc
     };
     match &a.core.session {
-        Session::Record(_) => {
+        Session::Record(rec) => {
             a.core.chaos_point();
+            // The creation's number is taken before the thread exists: the new thread's
+            // events come after it, so replay creates the thread before they are due.
+            let seq = rec.seq_counter().fetch_add(1, Ordering::Relaxed);
             let rc = create();
             crate::guarded((), || {
                 let (kind, s, digest) = site_ids(site, a);
-                a.core.record(
+                rec.record_at(
+                    seq,
                     kind,
                     s,
                     Some(digest),
