@@ -3,7 +3,8 @@
 //! wait in replay, and a program changed to lock otherwise diverges instead of hanging.
 
 use replay_core::LogReader;
-use replay_tests::{compile_c, replay_command, run, run_with_timeout};
+use replay_tests::{compile_c, release_artifact, replay_command, run, run_with_timeout};
+use std::process::Command;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -118,4 +119,34 @@ fn sleeps_and_timed_waits_do_not_wait_in_replay() {
         replayed_for < recorded_for / 3,
         "replay took {replayed_for:?}, the recording {recorded_for:?}"
     );
+}
+
+#[test]
+fn hunt_with_chaos_keeps_a_failing_run_that_replays_failing() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile_c("bank", "bank", dir.path(), &[]);
+    let recs = dir.path().join("recordings");
+    let replay = |args: &[&str]| {
+        let mut c = Command::new(release_artifact("replay"));
+        c.env("REPLAY_DIR", &recs).args(args).arg("--").arg(&exe);
+        run(&mut c)
+    };
+    let hunt = replay(&["hunt", "--chaos", "7", "-n", "200"]);
+    assert_eq!(hunt.code(), 0, "{}", hunt.stderr);
+    assert!(
+        hunt.stderr.contains("failed on run") && hunt.stderr.contains(", chaos seed "),
+        "{}",
+        hunt.stderr
+    );
+    let recorded = hunt.stdout_text();
+    let failing = recorded
+        .rsplit_once("teller 0")
+        .map(|(_, tail)| format!("teller 0{tail}"))
+        .unwrap();
+    assert!(failing.contains("FAILED"), "{recorded}");
+    for k in 0..3 {
+        let out = replay(&["replay"]);
+        assert_eq!(out.code(), 1, "replay {k}: {}", out.stderr);
+        assert_eq!(out.stdout_text(), failing, "replay {k}");
+    }
 }
