@@ -76,7 +76,10 @@ struct Lock {
 impl Lock {
     fn describe(&self) -> String {
         match &*self.name.lock().unwrap_or_else(|p| p.into_inner()) {
-            Some(n) => format!("lock #{} \"{n}\" (first locked at {})", self.id, self.first_site),
+            Some(n) => format!(
+                "lock #{} \"{n}\" (first locked at {})",
+                self.id, self.first_site
+            ),
             None => format!("lock #{} (first locked at {})", self.id, self.first_site),
         }
     }
@@ -503,7 +506,10 @@ fn lock_divergence(a: &Active, r: &Replayer, l: &Lock, seq: u64, why: String) ->
 /// Replay: the recorded event of a lock macro at `site`, or `None` to run live.
 unsafe fn replayed(a: &Active, site: *mut replay_site) -> Option<Event> {
     let (kind, s, digest) = site_ids(site, a);
-    apply(a.core.replay(kind, s, Some(digest), &|| caller_context(site)))
+    apply(
+        a.core
+            .replay(kind, s, Some(digest), &|| caller_context(site)),
+    )
 }
 
 /// A recorded payload the macro cannot use: a divergence; the call runs live.
@@ -733,15 +739,17 @@ pub unsafe extern "C" fn replay_lock_name(mutex: *const c_void, name: *const c_c
 struct Start {
     func: unsafe extern "C" fn(*mut c_void) -> *mut c_void,
     arg: *mut c_void,
-    name: String,
+    name: Option<String>,
 }
 
 extern "C" fn thread_start(p: *mut c_void) -> *mut c_void {
     // SAFETY: p is the Box<Start> replay_thread_create made for this thread.
     let Start { func, arg, name } = *unsafe { Box::from_raw(p as *mut Start) };
-    let _ = STABLE.try_with(|st| *st.borrow_mut() = Some(name.clone()));
-    let _ = PENDING.try_with(|pn| *pn.borrow_mut() = Some(name));
-    let _ = HAS_PENDING.try_with(|h| h.set(true));
+    if let Some(name) = name {
+        let _ = STABLE.try_with(|st| *st.borrow_mut() = Some(name.clone()));
+        let _ = PENDING.try_with(|pn| *pn.borrow_mut() = Some(name));
+        let _ = HAS_PENDING.try_with(|h| h.set(true));
+    }
     // SAFETY: the program's start routine with its own argument.
     unsafe { func(arg) }
 }
@@ -769,7 +777,17 @@ pub unsafe extern "C" fn replay_thread_create(
         return libc::EINVAL;
     };
     let Some(a) = active().filter(|_| !site.is_null()) else {
-        return libc::pthread_create(t, at, std::mem::transmute::<_, extern "C" fn(*mut c_void) -> *mut c_void>(func), arg);
+        // No session: the trampoline only runs the function (no name to give).
+        let start = Box::into_raw(Box::new(Start {
+            func,
+            arg,
+            name: None,
+        }));
+        let rc = libc::pthread_create(t, at, thread_start, start as *mut c_void);
+        if rc != 0 {
+            drop(Box::from_raw(start));
+        }
+        return rc;
     };
     take_pending_name(a);
     let n = CREATED
@@ -787,7 +805,7 @@ pub unsafe extern "C" fn replay_thread_create(
     let start = Box::into_raw(Box::new(Start {
         func,
         arg,
-        name: format!("{parent}/{n}"),
+        name: Some(format!("{parent}/{n}")),
     }));
     let create = || {
         let rc = libc::pthread_create(t, at, thread_start, start as *mut c_void);

@@ -253,15 +253,15 @@ impl Options {
                 Ok(())
             }
             "chaos" => {
-                self.chaos = match v.to_ascii_lowercase().as_str() {
-                    "off" | "no" | "false" | "none" => None,
-                    // A bare `chaos`: a seed of its own, said in the log header.
-                    "" | "on" | "yes" | "true" => Some(random_seed()),
-                    n => Some(
-                        n.parse::<u64>()
-                            .map_err(|_| bad(key, v, "a seed (a number up to 2^64-1), on or off"))?,
-                    ),
-                };
+                self.chaos =
+                    match v.to_ascii_lowercase().as_str() {
+                        "off" | "no" | "false" | "none" => None,
+                        // A bare `chaos`: a seed of its own, said in the log header.
+                        "" | "on" | "yes" | "true" => Some(random_seed()),
+                        n => Some(n.parse::<u64>().map_err(|_| {
+                            bad(key, v, "a seed (a number up to 2^64-1), on or off")
+                        })?),
+                    };
                 Ok(())
             }
             _ => Err(OptError::Unknown(key.to_string())),

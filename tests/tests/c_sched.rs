@@ -4,8 +4,8 @@
 
 use replay_core::LogReader;
 use replay_tests::{compile_c, release_artifact, replay_command, run, run_with_timeout};
-use std::process::Command;
 use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Records `exe` with `env` until `want(exit status)`, at most `tries` times; the attempt
@@ -36,9 +36,12 @@ fn a_race_caught_under_chaos_replays_failing_ten_times() {
     let dir = tempfile::tempdir().unwrap();
     let exe = compile_c("bank", "bank", dir.path(), &[]);
     let log = dir.path().join("bank.replay");
-    let (tries, recorded) = record_until(&exe, &log, 200, true, |c| c == 1)
-        .expect("no overdraft in 200 chaos runs");
-    assert!(recorded.contains("FAILED: the account is overdrawn"), "{recorded}");
+    let (tries, recorded) =
+        record_until(&exe, &log, 200, true, |c| c == 1).expect("no overdraft in 200 chaos runs");
+    assert!(
+        recorded.contains("FAILED: the account is overdrawn"),
+        "{recorded}"
+    );
     // The seed is in the log's header.
     let header = LogReader::open(&log).unwrap().header().clone();
     assert!(
@@ -107,7 +110,10 @@ fn sleeps_and_timed_waits_do_not_wait_in_replay() {
     let recorded_for = t.elapsed();
     assert_eq!(rec.code(), 0, "{}", rec.stderr);
     let out = rec.stdout_text();
-    assert!(out.contains(&format!("slept {NAPS} times, {NAPS} s in all")), "{out}");
+    assert!(
+        out.contains(&format!("slept {NAPS} times, {NAPS} s in all")),
+        "{out}"
+    );
     assert!(recorded_for >= Duration::from_secs(NAPS.into()));
     let t = Instant::now();
     let rep = run(replay_command(&exe, "replay", &log).arg(NAPS.to_string()));

@@ -58,7 +58,10 @@ pub fn run(a: Args) -> Res<u8> {
         None => None,
         Some("random") => Some(replay_core::options::random_seed()),
         Some(s) => Some(s.parse::<u64>().map_err(|_| {
-            Fail::new(EXIT_USAGE, format!("--chaos: a seed is a number, not '{s}'"))
+            Fail::new(
+                EXIT_USAGE,
+                format!("--chaos: a seed is a number, not '{s}'"),
+            )
         })?),
     };
     for n in 1..=a.runs {
@@ -85,7 +88,9 @@ pub fn run(a: Args) -> Res<u8> {
         };
         if failed {
             let r = recordings::Recording::read(dir);
-            let chaos = seed.map(|s| format!(", chaos seed {s}")).unwrap_or_default();
+            let chaos = seed
+                .map(|s| format!(", chaos seed {s}"))
+                .unwrap_or_default();
             eprintln!(
                 "replay: {program} failed on run {n} of at most {}{chaos} (exit status {code}): kept {} ({} events, {}); replay it with `replay replay -- {}`",
                 a.runs,
