@@ -4,6 +4,10 @@
 #
 #   bash demo/run.sh        (from anywhere; builds what it needs)
 #
+# Then the same for a race between threads: `replay hunt --chaos` records tests/c/bank.c (two
+# tellers, an atomicity violation between two locked steps) until a run overdraws the account,
+# and `replay replay` replays that run's interleaving three times.
+#
 # Work files go to target/demo/. Set DEMO_ATTEMPTS to change the bound on recorded runs
 # (default 30; a run fails about one time in three).
 set -euo pipefail
@@ -72,5 +76,21 @@ say "replay info $log"
 if [ -x "$target/release/replay" ]; then
     "$target/release/replay" info "$log"
 else
-    echo "(target/release/replay is not built; skipping this step)"
+    echo "(target/release/replay is not built; skipping the rest)"
+    exit 0
 fi
+
+replay="$target/release/replay"
+export REPLAY_DIR="$out/recordings"
+rm -rf "$REPLAY_DIR"
+cc -O2 -Wall -Wextra tests/c/bank.c -I c-header/include "$lib" -lpthread -ldl -lm -o "$out/bank"
+say "A race: replay hunt --chaos -- bank (two tellers, one account; chaos perturbs the schedule)"
+(cd "$out" && "$replay" hunt --chaos -n 200 -- ./bank)
+for k in 1 2 3; do
+    say "Replay $k of the failing interleaving: replay replay -- bank"
+    set +e
+    (cd "$out" && "$replay" replay -- ./bank)
+    status=$?
+    set -e
+    echo "-> exit $status"
+done
