@@ -1,6 +1,6 @@
 /* bank (also the race of demo/run.sh): two tellers withdraw from one account. Each
- * withdrawal is two locked steps, a check ("is there enough?") and the withdrawal itself, with the lock released in between: an
- * atomicity violation. When both tellers pass the check on the same balance before either
+ * withdrawal is two locked steps, a check ("is there enough?") and the withdrawal itself,
+ * with the lock released in between: an atomicity violation. When both tellers pass the check on the same balance before either
  * withdraws, the account is overdrawn and the program fails (exit 1). That takes the other
  * teller to run exactly inside the window between the two steps: a few runs in a hundred
  * without chaos, far more with it.

@@ -156,3 +156,37 @@ fn hunt_with_chaos_keeps_a_failing_run_that_replays_failing() {
         assert_eq!(out.stdout_text(), failing, "replay {k}");
     }
 }
+
+#[test]
+fn a_holder_waiting_for_a_later_turn_is_reported_not_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = compile_c("lockwait", "lockwait", dir.path(), &[]);
+    let log = dir.path().join("lockwait.replay");
+    let rec = run(&mut replay_command(&exe, "record", &log));
+    assert_eq!(rec.code(), 0, "{}", rec.stderr);
+    let same = run(&mut replay_command(&exe, "replay", &log));
+    assert_eq!(
+        (same.code(), same.stdout),
+        (0, rec.stdout),
+        "{}",
+        same.stderr
+    );
+    // Changed: main keeps the lock across a call the recording has after the worker's
+    // acquisition. A timeout far beyond the test's bound: only the holder check can end it.
+    let out = run_with_timeout(
+        replay_command(&exe, "replay", &log)
+            .env("REPLAY_TIMEOUT", "600s")
+            .arg("late"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.code(), 86, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("thread 1 \"main/1\" cannot take lock #0 \"m\" (first locked at ")
+            && out.stderr.contains(
+                "it is held by thread 0 \"main\", which waits for its own turn at event #5"
+            ),
+        "{}",
+        out.stderr
+    );
+}
