@@ -366,9 +366,9 @@ unsafe fn acquire_in_turn(
         if done == n {
             break;
         }
-        if done > n {
-            // Acquisition n was made by another thread: only after a divergence that let
-            // replay go on.
+        if done > n || r.is_live() {
+            // Acquisition n was made by another thread (only after a divergence that let
+            // replay go on), or replay went live: the caller locks live.
             return false;
         }
         spins += 1;
@@ -406,6 +406,10 @@ unsafe fn acquire_in_turn(
             }
             match libc::pthread_mutex_timedlock(m, &ts) {
                 0 => break,
+                libc::ETIMEDOUT if r.is_live() => {
+                    libc::pthread_mutex_lock(m);
+                    break;
+                }
                 libc::ETIMEDOUT => {}
                 // Not a lock that can be waited on with a bound (or a broken one): wait.
                 _ => {
