@@ -198,8 +198,10 @@ pub(crate) fn named(name: &str) {
     let _ = STABLE.try_with(|s| *s.borrow_mut() = Some(name.to_string()));
 }
 
-/// The thread that started the session is "main".
+/// A session started: the thread that started it is "main", and no thread's cached lock
+/// (ids and counts of an earlier session) is used again.
 pub(crate) fn init_thread() {
+    EPOCH.fetch_add(1, Ordering::AcqRel);
     let _ = STABLE.try_with(|s| {
         let mut s = s.borrow_mut();
         if s.is_none() {
