@@ -17,6 +17,11 @@ cc -O2 -o "$tmp/clock" bench/c/clock.c -Ic-header/include target/release/librepl
 REPLAY_MODE=record REPLAY_LOG="$tmp/c.replay" "$tmp/clock" 1000000
 echo "-- replay off:"
 "$tmp/clock" 1000000 2>/dev/null | grep -v sustained
+echo "== C lock macros (uncontended lock/unlock pair: ns, ratio vs bare in the same process)"
+cc -O2 -o "$tmp/mutex" bench/c/mutex.c -Ic-header/include target/release/libreplay_c.a -lpthread -ldl -lm
+echo "-- record:"; REPLAY_MODE=record REPLAY_LOG="$tmp/m.replay" "$tmp/mutex" 1000000
+echo "-- replay:"; REPLAY_MODE=replay REPLAY_LOG="$tmp/m.replay" "$tmp/mutex" 1000000
+echo "-- replay off:"; "$tmp/mutex" 1000000
 
 echo "== JVM agent (hot-loop ns/call, log bytes/event, start-up; medians, ratios vs bare)"
 jvm-agent/bench/run.sh target/release/libreplay.so target/release/replay

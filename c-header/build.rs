@@ -8,7 +8,13 @@ use std::path::PathBuf;
 fn main() {
     let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    for f in ["src/lib.rs", "src/fit.rs", "src/macros.h", "cbindgen.toml"] {
+    for f in [
+        "src/lib.rs",
+        "src/fit.rs",
+        "src/sched.rs",
+        "src/macros.h",
+        "cbindgen.toml",
+    ] {
         println!("cargo:rerun-if-changed={f}");
     }
     let config = cbindgen::Config::from_file(dir.join("cbindgen.toml"))

@@ -8,7 +8,11 @@
 #
 # Work files go to target/demo/ (recordings in target/demo/recordings). DEMO_ATTEMPTS bounds the
 # recorded runs per program (default 40; each fails about one run in four). DEMO_ONLY=c|java|node
-# runs one of the three.
+# runs one of them (or DEMO_ONLY=race, below).
+#
+# Then a race between threads: `replay hunt --chaos` records tests/c/bank.c (two tellers, an
+# atomicity violation between two locked steps) until a run overdraws the account, and
+# `replay replay` replays that run's interleaving twice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -34,7 +38,7 @@ hunt() {
     shift
     say "$name: replay hunt -n $attempts -- $*"
     set +e
-    "$replay" hunt -n "$attempts" -- "$@" >"$out/$name-hunt.out" 2>"$out/$name-hunt.err"
+    "$replay" hunt "${hunt_opts[@]}" -n "$attempts" -- "$@" >"$out/$name-hunt.out" 2>"$out/$name-hunt.err"
     local status=$?
     set -e
     grep -v '^Picked up JAVA_TOOL_OPTIONS' "$out/$name-hunt.err" || true
@@ -60,10 +64,23 @@ hunt() {
 }
 
 failed=0
+hunt_opts=()
 if [ -z "$only" ] || [ "$only" = c ]; then
     cc -O2 -Wall -Wextra demo/flaky.c -I c-header/include "$target/release/libreplay_c.a" \
         -lpthread -ldl -lm -o "$out/flaky"
     hunt c "$out/flaky" || failed=1
+fi
+if [ -z "$only" ] || [ "$only" = race ]; then
+    cc -O2 -Wall -Wextra tests/c/bank.c -I c-header/include "$target/release/libreplay_c.a" \
+        -lpthread -ldl -lm -o "$out/bank"
+    # --chaos: each run perturbs the schedule at the lock macros with a new seed, so the
+    # one-in-many interleaving shows up in a few dozen runs.
+    attempts_race=$attempts
+    attempts=200
+    hunt_opts=(--chaos)
+    hunt race "$out/bank" || failed=1
+    hunt_opts=()
+    attempts=$attempts_race
 fi
 if [ -z "$only" ] || [ "$only" = java ]; then
     hunt java java demo/Flaky.java || failed=1

@@ -17,6 +17,9 @@
 #![allow(non_camel_case_types, non_upper_case_globals)]
 
 mod fit;
+mod sched;
+
+pub use sched::*;
 
 use replay_core::guard::HookGuard;
 use replay_core::report::{Actual, Divergence, DivergenceKind};
@@ -339,7 +342,7 @@ fn init(compiler: &str) -> c_int {
         for (k, _) in unknown {
             eprintln!(
                 "replay: ignoring unknown variable {k} (known: REPLAY_MODE, REPLAY_LOG, REPLAY_POLICY, REPLAY_ORDER, \
-                 REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_COMPRESS)"
+                 REPLAY_SYNC, REPLAY_FLUSH, REPLAY_TIMEOUT, REPLAY_COMPRESS, REPLAY_CHAOS)"
             );
         }
         let mode = options.mode;
@@ -385,6 +388,7 @@ fn init(compiler: &str) -> c_int {
         SHUT.store(false, Ordering::Release);
         ACTIVE.store(a, Ordering::Release);
         replay_active.store(1, Ordering::Release);
+        sched::init_thread();
         if !ATEXIT.swap(true, Ordering::Relaxed) {
             // SAFETY: registering a plain extern "C" function.
             if unsafe { libc::atexit(at_exit) } != 0 {
@@ -493,6 +497,7 @@ pub unsafe extern "C" fn replay_thread_name(name: *const c_char) {
         if let Some(a) = active() {
             a.core.name_thread(&name);
         }
+        sched::named(&name);
         NAME.with(|n| *n.borrow_mut() = Some(name));
     });
 }
@@ -543,9 +548,12 @@ pub unsafe extern "C" fn replay_enter(site: *mut replay_site) -> c_int {
     if site.is_null() {
         return REPLAY_ENTER_LIVE;
     }
+    sched::take_pending_name(a);
     match &a.core.session {
         Session::Record(_) => {
             if HookGuard::try_enter_raw() {
+                // Under chaos: a scheduling point before the call runs.
+                a.core.chaos_point();
                 REPLAY_ENTER_RECORD
             } else {
                 REPLAY_ENTER_LIVE

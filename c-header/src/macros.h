@@ -170,3 +170,124 @@ static inline double replay__bits_f64(uint64_t b) {
  * ret > 0: read, recv, pread, fread with size 1, getrandom. If buf is an array, replay
  * checks that the recorded bytes fit it. */
 #define REPLAY_READ(buf, func, ...) REPLAY__CALL(REPLAY_HOW_READ, (buf), REPLAY__CAP(buf), func, __VA_ARGS__)
+
+/* ------------------------------------------------------------------------------------------
+ * The schedule: locks, condition waits, thread creation (see c-header/src/sched.rs).
+ *
+ * REPLAY_MUTEX_LOCK(m), REPLAY_MUTEX_UNLOCK(m): pthread_mutex_lock/unlock. Every acquisition
+ * (uncontended too) is an event `c.mutex_lock`, in the lock's order of acquisition; in replay
+ * each acquisition waits for its recorded turn, so the critical sections of every lock run
+ * in their recorded order. Locks are identified by their order of first use in the
+ * recording, not their address; replay_lock_name(&m, "accounts") names one for reports.
+ * A recorded order that can no longer be followed (the holder of a lock waits for a turn
+ * the recording has after this acquisition, or any wait outlasts the timeout option) is a
+ * divergence naming the lock and the threads, never a silent deadlock. Unlocks are not
+ * events. Every lock and unlock of a mutex shared by threads must go through the macros
+ * (a plain pthread_mutex_lock on it is not ordered).
+ *
+ * REPLAY_COND_WAIT(c, m), REPLAY_COND_TIMEDWAIT(c, m, abstime): the wait's return and the
+ * re-acquisition of m are recorded; replay does not wait on the condition (it returns in
+ * its recorded turn, as a spurious wake-up would: re-check the predicate, as POSIX says),
+ * and a timed wait that timed out returns ETIMEDOUT at once. Signals and broadcasts are
+ * not events (REPLAY_COND_SIGNAL/BROADCAST are the plain calls, under chaos a scheduling
+ * point).
+ *
+ * REPLAY_THREAD_CREATE(&t, attr, func, arg): pthread_create; the thread is named
+ * "<creator>/<n>" (the creator's n-th thread, from 1; the thread that called
+ * replay_init_from_env is "main") unless it calls replay_thread_name first, so threads are
+ * matched between record and replay by program order.
+ *
+ * REPLAY_MUTEX_DESTROY(m): forgets m (a mutex made later at the same address is a new lock),
+ * then pthread_mutex_destroy.
+ * ---------------------------------------------------------------------------------------- */
+
+#define REPLAY_MUTEX_LOCK(m)                                                                  \
+    __extension__({                                                                           \
+        pthread_mutex_t *replay__mx = (m);                                                    \
+        int replay__rc;                                                                       \
+        if (__builtin_expect(replay_active, 0)) {                                             \
+            static replay_site replay__s = REPLAY_SITE_INIT("c.mutex_lock", "pthread_mutex_lock"); \
+            replay__rc = replay_mutex_lock(&replay__s, replay__mx);                           \
+        } else {                                                                              \
+            replay__rc = pthread_mutex_lock(replay__mx);                                      \
+        }                                                                                     \
+        replay__rc;                                                                           \
+    })
+
+#define REPLAY_MUTEX_UNLOCK(m)                                                                \
+    __extension__({                                                                           \
+        pthread_mutex_t *replay__mx = (m);                                                    \
+        __builtin_expect(replay_active, 0) ? replay_mutex_unlock(replay__mx)                  \
+                                           : pthread_mutex_unlock(replay__mx);                \
+    })
+
+#define REPLAY_MUTEX_DESTROY(m)                                                               \
+    __extension__({                                                                           \
+        pthread_mutex_t *replay__mx = (m);                                                    \
+        if (__builtin_expect(replay_active, 0)) replay_mutex_forget(replay__mx);              \
+        pthread_mutex_destroy(replay__mx);                                                    \
+    })
+
+/* The common body of REPLAY_COND_WAIT and REPLAY_COND_TIMEDWAIT. */
+#define REPLAY__COND(kind_text, c, m, abstime)                                                \
+    __extension__({                                                                           \
+        pthread_cond_t *replay__cv = (c);                                                     \
+        pthread_mutex_t *replay__mx = (m);                                                    \
+        const struct timespec *replay__ts = (abstime);                                        \
+        int replay__rc;                                                                       \
+        if (__builtin_expect(replay_active, 0)) {                                             \
+            static replay_site replay__s = REPLAY_SITE_INIT(kind_text, kind_text);            \
+            replay__rc = replay_cond_wait(&replay__s, replay__cv, replay__mx, replay__ts);    \
+        } else if (replay__ts) {                                                              \
+            replay__rc = pthread_cond_timedwait(replay__cv, replay__mx, replay__ts);          \
+        } else {                                                                              \
+            replay__rc = pthread_cond_wait(replay__cv, replay__mx);                           \
+        }                                                                                     \
+        replay__rc;                                                                           \
+    })
+
+#define REPLAY_COND_WAIT(c, m) REPLAY__COND("c.cond_wait", c, m, (const struct timespec *)0)
+#define REPLAY_COND_TIMEDWAIT(c, m, abstime) REPLAY__COND("c.cond_timedwait", c, m, abstime)
+
+#define REPLAY_COND_SIGNAL(c) pthread_cond_signal(c)
+#define REPLAY_COND_BROADCAST(c) pthread_cond_broadcast(c)
+
+#define REPLAY_THREAD_CREATE(thread, attr, func, arg)                                         \
+    __extension__({                                                                           \
+        pthread_t *replay__t = (thread);                                                      \
+        const pthread_attr_t *replay__a = (attr);                                             \
+        void *(*replay__f)(void *) = (func);                                                  \
+        int replay__rc;                                                                       \
+        if (__builtin_expect(replay_active, 0)) {                                             \
+            static replay_site replay__s = REPLAY_SITE_INIT("c.pthread_create", #func);       \
+            replay__rc = replay_thread_create(&replay__s, replay__t, replay__a, replay__f, (arg)); \
+        } else {                                                                              \
+            replay__rc = pthread_create(replay__t, replay__a, replay__f, (arg));              \
+        }                                                                                     \
+        replay__rc;                                                                           \
+    })
+
+/* ------------------------------------------------------------------------------------------
+ * Time compresses: sleeps are events (kinds c.nanosleep, c.clock_nanosleep, c.usleep,
+ * c.sleep) with their return value and errno (and *rem when given); in replay they return
+ * the recorded result at once, so a program that slept a minute replays in moments, its
+ * replayed clock reads (REPLAY_CALL_OUT(&ts, clock_gettime, ...)) still saying a minute
+ * passed. Under chaos each is a scheduling point.
+ * ---------------------------------------------------------------------------------------- */
+
+#define REPLAY_NANOSLEEP(req, rem)                                                            \
+    __extension__({                                                                           \
+        struct timespec *replay__rem = (rem);                                                 \
+        REPLAY__CALL(REPLAY_HOW_OUT, replay__rem, replay__rem ? sizeof *replay__rem : 0,      \
+                     nanosleep, (req), replay__rem);                                          \
+    })
+
+#define REPLAY_CLOCK_NANOSLEEP(clock, flags, req, rem)                                        \
+    __extension__({                                                                           \
+        struct timespec *replay__rem = (rem);                                                 \
+        REPLAY__CALL(REPLAY_HOW_OUT, replay__rem, replay__rem ? sizeof *replay__rem : 0,      \
+                     clock_nanosleep, (clock), (flags), (req), replay__rem);                  \
+    })
+
+#define REPLAY_USLEEP(usec) REPLAY__CALL(REPLAY_HOW_CALL, (void *)0, 0, usleep, (usec))
+#define REPLAY_SLEEP(seconds) REPLAY__CALL(REPLAY_HOW_CALL, (void *)0, 0, sleep, (seconds))

@@ -17,6 +17,7 @@
 #[path = "generated/replay_capnp.rs"]
 pub mod replay_capnp;
 
+pub mod chaos;
 pub mod error;
 pub mod event;
 pub mod format;

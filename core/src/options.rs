@@ -49,6 +49,10 @@ pub struct Options {
     /// meant to reproduce: nothing is recorded, or, replaying, the recorded output is passed
     /// over.
     pub verify_output: bool,
+    /// Record: perturb the schedule with yields and short sleeps chosen by this seed
+    /// ([`crate::chaos`]), so that rare interleavings show up. Stored in the log header;
+    /// replay ignores it (it follows the recorded order).
+    pub chaos: Option<u64>,
 }
 
 impl Default for Options {
@@ -63,6 +67,7 @@ impl Default for Options {
             timeout: Duration::from_secs(10),
             compress: 1,
             verify_output: true,
+            chaos: None,
         }
     }
 }
@@ -80,6 +85,7 @@ pub const KEYS: &[&str] = &[
     "timeout",
     "compress",
     "verify-output",
+    "chaos",
     "record",
     "replay",
     "off",
@@ -246,6 +252,18 @@ impl Options {
                 self.verify_output = parse_bool(key, v)?;
                 Ok(())
             }
+            "chaos" => {
+                self.chaos =
+                    match v.to_ascii_lowercase().as_str() {
+                        "off" | "no" | "false" | "none" => None,
+                        // A bare `chaos`: a seed of its own, said in the log header.
+                        "" | "on" | "yes" | "true" => Some(random_seed()),
+                        n => Some(n.parse::<u64>().map_err(|_| {
+                            bad(key, v, "a seed (a number up to 2^64-1), on or off")
+                        })?),
+                    };
+                Ok(())
+            }
             _ => Err(OptError::Unknown(key.to_string())),
         }
     }
@@ -345,6 +363,9 @@ impl Options {
             "verify-output".into(),
             if self.verify_output { "on" } else { "off" }.into(),
         ));
+        if let Some(seed) = self.chaos {
+            v.push(("chaos".into(), seed.to_string()));
+        }
         if let Some(l) = &self.log {
             v.insert(1, ("log".into(), l.clone()));
         }
@@ -358,6 +379,16 @@ impl Options {
             Policy::WarnContinue => "warn-continue",
         }
     }
+}
+
+/// A seed for a bare `chaos`: the time and the pid, mixed (not meant to be secret).
+pub fn random_seed() -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut x = t ^ (u64::from(std::process::id()) << 32);
+    x = (x ^ (x >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^ (x >> 33)
 }
 
 /// Expands `%p` (pid), `%t` (local time, `YYYYMMDD-HHMMSS`) and `%%` in a log path.
@@ -494,6 +525,27 @@ mod tests {
         let (o, unknown) =
             Options::from_env_vars([("REPLAY_COMPRESS".to_string(), "9".to_string())]).unwrap();
         assert_eq!((o.compress, unknown.len()), (9, 0));
+    }
+
+    #[test]
+    fn chaos_seed() {
+        let mut o = Options::default();
+        assert_eq!(o.chaos, None);
+        o.parse_list("record,chaos=12345").unwrap();
+        assert_eq!(o.chaos, Some(12345));
+        assert!(o
+            .describe()
+            .contains(&("chaos".to_string(), "12345".to_string())));
+        o.parse_list("chaos=off").unwrap();
+        assert_eq!(o.chaos, None);
+        assert!(!o.describe().iter().any(|(k, _)| k == "chaos"));
+        o.parse_list("chaos").unwrap();
+        assert!(o.chaos.is_some());
+        let e = o.parse_list("chaos=lots").unwrap_err().to_string();
+        assert!(e.contains("chaos") && e.contains("seed"), "{e}");
+        let (o, unknown) =
+            Options::from_env_vars([("REPLAY_CHAOS".to_string(), "7".to_string())]).unwrap();
+        assert_eq!((o.chaos, unknown.len()), (Some(7), 0));
     }
 
     #[test]

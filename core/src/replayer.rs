@@ -1317,7 +1317,17 @@ impl Replayer {
         }
     }
 
-    fn thread_states(&self) -> Vec<ThreadState> {
+    /// The event logical thread `thread` waits for its turn at (strict order), if it waits:
+    /// a front end that sees a thread blocked on something the recorded order says comes
+    /// later (a lock it holds) reports the divergence instead of waiting for the timeout.
+    pub fn waiting_for(&self, thread: u32) -> Option<u64> {
+        let queues = self.inner.queues.read().unwrap();
+        let w = queues.get(&thread)?.waiting_for.load(Ordering::Relaxed);
+        (w != NONE).then_some(w)
+    }
+
+    /// Every recorded thread and what it does now, as stall reports list them.
+    pub fn thread_states(&self) -> Vec<ThreadState> {
         let src = self.inner.source.lock().unwrap();
         let queues = self.inner.queues.read().unwrap();
         let mut v: Vec<ThreadState> = src

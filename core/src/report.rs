@@ -50,6 +50,10 @@ pub enum DivergenceKind {
     Exit { recorded: i32, replayed: i32 },
     /// The log was cut (the recorder was killed) and the program went past its last event.
     Cut { offset: u64, why: String },
+    /// A lock's recorded order of acquisitions can no longer be followed: `lock` names it,
+    /// `why` says who holds or waits for it (a front end's lock macros, e.g. C's
+    /// `REPLAY_MUTEX_LOCK`).
+    Lock { lock: String, why: String },
 }
 
 #[derive(Clone, Debug)]
@@ -169,6 +173,10 @@ impl Divergence {
             ),
             DivergenceKind::Cut { .. } => format!(
                 "the recording ends at event #{}: the recorder was killed or cut there, and the program went on past it",
+                self.seq
+            ),
+            DivergenceKind::Lock { lock, why } => format!(
+                "{t} cannot take {lock} in its recorded turn (event #{}): {why}",
                 self.seq
             ),
         }

@@ -245,6 +245,8 @@ pub struct Core {
     last: Mutex<Option<String>>,
     /// Replay: the locks that mark the log as replayed by this process (see `logfile`).
     _claim: Option<logfile::ReplayClaim>,
+    /// Record with `chaos=SEED`: the schedule perturbation ([`crate::chaos`]).
+    chaos: Option<crate::chaos::Chaos>,
 }
 
 /// The arguments that identify a run, without the agent options that differ between record
@@ -361,6 +363,10 @@ impl Core {
             Session::Replay(r) => r.intern(t),
         };
         let out_kinds = OUTPUT_KINDS.map(|k| intern(&session, k));
+        let chaos = match (&session, options.chaos) {
+            (Session::Record(_), Some(seed)) => Some(crate::chaos::Chaos::new(seed)),
+            _ => None,
+        };
         Ok(Some(Core {
             options,
             session,
@@ -376,6 +382,7 @@ impl Core {
             live: Mutex::new(Vec::new()),
             last: Mutex::new(None),
             _claim: claim,
+            chaos,
         }))
     }
 
@@ -449,11 +456,29 @@ impl Core {
         }
     }
 
+    /// Records one event (a scheduling point under `chaos`: see [`Self::chaos_point`]).
     #[inline]
     pub fn record(&self, kind: u32, site: u32, digest: Option<u64>, payload: PayloadRef<'_>) {
         if let Session::Record(r) = &self.session {
+            self.chaos_point();
             r.record(kind, site, digest, payload);
         }
+    }
+
+    /// A scheduling point of the calling thread: under `chaos=SEED` (record only) it may
+    /// yield or sleep briefly; otherwise one branch. [`Self::record`] is one; front ends call
+    /// it where they see more (the C header: before a macro's call runs, before a mutex
+    /// lock, after an unlock).
+    #[inline]
+    pub fn chaos_point(&self) {
+        if let Some(c) = &self.chaos {
+            c.point();
+        }
+    }
+
+    /// The seed of chaos mode, when this session records with it.
+    pub fn chaos_seed(&self) -> Option<u64> {
+        self.chaos.as_ref().map(crate::chaos::Chaos::seed)
     }
 
     /// The exit status of the stop verdict given, once one was: every replay call gets it

@@ -15,6 +15,7 @@ const EXIT_NOT_FOUND: u8 = 1;
   replay hunt -- ./flaky                       # until it exits with a non-zero status
   replay hunt -n 500 --exit 3 -- node test.js  # until it exits with status 3
   replay hunt --match 'assertion failed' -- java -cp build Main
+  replay hunt --chaos -- ./racy                # perturb the schedule, a new seed each run
 
 Each run is recorded like `replay record` (into the recordings directory); the recordings
 of runs that pass are deleted. When a run fails, its recording is kept (and is the latest,
@@ -33,6 +34,11 @@ pub struct Args {
     /// A failure is output (stdout or stderr) matching this regular expression
     #[arg(long = "match", value_name = "REGEX")]
     pattern: Option<String>,
+    /// Record with chaos=SEED (rare thread interleavings show up sooner), a new seed each
+    /// run starting from SEED (default: a random one); the kept run's seed is in its log
+    /// header (`replay info`)
+    #[arg(long = "chaos", value_name = "SEED", num_args = 0..=1, default_missing_value = "random")]
+    chaos: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -48,11 +54,26 @@ pub fn run(a: Args) -> Res<u8> {
         None => None,
     };
     let program = launch::program_name(&a.common.cmd);
+    let first_seed = match a.chaos.as_deref() {
+        None => None,
+        Some("random") => Some(replay_core::options::random_seed()),
+        Some(s) => Some(s.parse::<u64>().map_err(|_| {
+            Fail::new(
+                EXIT_USAGE,
+                format!("--chaos: a seed is a number, not '{s}'"),
+            )
+        })?),
+    };
     for n in 1..=a.runs {
+        let seed = first_seed.map(|s| s.wrapping_add(u64::from(n - 1)));
+        let common = match seed {
+            Some(s) => a.common.with_key(&format!("chaos={s}")),
+            None => a.common.clone(),
+        };
         if re.is_some() {
             *launch::CAPTURE.lock().unwrap_or_else(|p| p.into_inner()) = Some(Vec::new());
         }
-        let (code, dest) = launch::record_into(&a.common, None, false)?;
+        let (code, dest) = launch::record_into(&common, None, false)?;
         let out = launch::CAPTURE
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -67,8 +88,11 @@ pub fn run(a: Args) -> Res<u8> {
         };
         if failed {
             let r = recordings::Recording::read(dir);
+            let chaos = seed
+                .map(|s| format!(", chaos seed {s}"))
+                .unwrap_or_default();
             eprintln!(
-                "replay: {program} failed on run {n} of at most {} (exit status {code}): kept {} ({} events, {}); replay it with `replay replay -- {}`",
+                "replay: {program} failed on run {n} of at most {}{chaos} (exit status {code}): kept {} ({} events, {}); replay it with `replay replay -- {}`",
                 a.runs,
                 dir.display(),
                 r.events(),

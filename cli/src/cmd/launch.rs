@@ -117,7 +117,7 @@ pub struct ReplayArgs {
     cmd: Vec<OsString>,
 }
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub struct Common {
     /// An option, passed as REPLAY_<KEY>=VALUE and to the JVM agent (repeatable), and used by
     /// the launcher's own output check, e.g. policy=warn-live, order=relaxed, timeout=30s,
@@ -127,6 +127,15 @@ pub struct Common {
     /// The program and its arguments (after `--`)
     #[arg(value_name = "CMD", required = true, trailing_var_arg = true)]
     pub cmd: Vec<OsString>,
+}
+
+impl Common {
+    /// These options and the program, with one more `-k KEY=VALUE`.
+    pub fn with_key(&self, kv: &str) -> Common {
+        let mut c = self.clone();
+        c.keys.push(kv.to_string());
+        c
+    }
 }
 
 /// The program's environment additions, and the options of the launcher's own core.
@@ -583,6 +592,8 @@ fn start_core(
     program: &str,
 ) -> Option<Result<Option<Core>, u8>> {
     options.mode = mode;
+    // Chaos perturbs the program's threads, not the launcher's reading of its output.
+    options.chaos = None;
     // The core expands % sequences in its log name; this one is a real file name already.
     options.log = Some(stdio.to_string_lossy().replace('%', "%%"));
     let argv: Vec<String> = cmd
