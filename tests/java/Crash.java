@@ -1,26 +1,26 @@
 /**
- * For the crash tests (tests/tests/jvm_crash.rs): the main thread reads the clock, starts a
- * worker and waits for it in join() (its clock events are then buffered by a thread that will
- * not run again); the worker prints "i millis" every few milliseconds until killed. A second
- * worker reads the clock without printing anything, so its events reach the log only by the
- * agent's flusher. args[0] = "exit": the worker stops after args[1] lines and main returns
- * (the program's normal end).
+ * For the crash tests (tests/tests/jvm_crash.rs). The main thread reads crash-input.txt (a
+ * file event), prints it, starts two threads and waits for them in join(): its clock events
+ * are then held by a thread that will not run again. "worker" prints "i millis elapsed" every
+ * few milliseconds until the process is killed (or, with args "exit N", for N lines); "quiet"
+ * reads the clock every millisecond and prints nothing (2N times with "exit N"), so its events
+ * reach the log only by the agent's flusher (or its shutdown).
  */
 public class Crash {
-    static volatile boolean done;
-
     public static void main(String[] args) throws Exception {
         long start = System.currentTimeMillis();
         int lines = args.length > 1 && args[0].equals("exit") ? Integer.parseInt(args[1]) : -1;
+        try (java.io.FileInputStream in = new java.io.FileInputStream("crash-input.txt")) {
+            System.out.println("input " + new String(in.readAllBytes()).trim());
+        }
         Thread quiet = new Thread(() -> {
             long s = 0;
-            while (!done) {
+            for (long k = 0; lines < 0 || k < 2 * lines; k++) {
                 s += System.nanoTime();
                 pause(1);
             }
             if (s == 42) System.out.println();
         }, "quiet");
-        quiet.setDaemon(true);
         quiet.start();
         Thread w = new Thread(() -> {
             for (long i = 0; lines < 0 || i < lines; i++) {
@@ -31,7 +31,6 @@ public class Crash {
         }, "worker");
         w.start();
         w.join();
-        done = true;
         quiet.join();
         System.out.println("end " + (System.currentTimeMillis() - start));
     }
