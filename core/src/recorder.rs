@@ -1402,4 +1402,68 @@ mod appender_tests {
             .collect();
         assert_eq!(values, want);
     }
+
+    /// A shared appender and its thread record as one logical thread: the thread's direct
+    /// records and the batches another OS thread records through the appender
+    /// (`Held::record_batch`, numbers taken earlier by the thread) interleave in number
+    /// order; `try_hold` gives way while the appender is held.
+    #[test]
+    fn a_shared_appender_and_its_thread_are_one_logical_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.replay");
+        let r = Recorder::open(RecordConfig::for_test(p.clone())).unwrap();
+        let (clock, file) = (r.intern("clock"), r.intern("file"));
+        let r2 = r.clone();
+        let worker = std::thread::spawn(move || {
+            r2.name_thread("worker");
+            let app = Arc::new(r2.shared_appender());
+            let (tx, rx) = std::sync::mpsc::channel::<Vec<(u64, u32, i64)>>();
+            let (done_tx, done) = std::sync::mpsc::channel::<()>();
+            let drainer = {
+                let app = app.clone();
+                std::thread::spawn(move || {
+                    for batch in rx {
+                        app.hold().record_batch(batch);
+                        done_tx.send(()).unwrap();
+                    }
+                })
+            };
+            for round in 0..10i64 {
+                // Buffered events: numbers taken now, recorded by the other OS thread.
+                let batch: Vec<_> = (0..9)
+                    .map(|i| {
+                        (
+                            r2.seq_counter().fetch_add(1, Ordering::Relaxed),
+                            clock,
+                            round * 9 + i,
+                        )
+                    })
+                    .collect();
+                tx.send(batch).unwrap();
+                done.recv().unwrap();
+                // Then a direct record of the thread itself.
+                r2.record(file, 0, None, PayloadRef::Int(-round));
+            }
+            drop(tx);
+            drainer.join().unwrap();
+            let held = app.hold();
+            assert!(
+                app.try_hold().is_none(),
+                "held: the flusher's drain skips it"
+            );
+            drop(held);
+            assert!(app.try_hold().is_some());
+        });
+        worker.join().unwrap();
+        r.finish().unwrap();
+        let events: Vec<_> = Ordered::new(LogReader::open(&p).unwrap()).collect();
+        assert_eq!(events.len(), 100);
+        let threads: std::collections::BTreeSet<u32> = events.iter().map(|e| e.thread).collect();
+        assert_eq!(threads.len(), 1, "one logical thread: {threads:?}");
+        for (n, e) in events.iter().enumerate() {
+            assert_eq!(e.seq, n as u64);
+            let want = if n % 10 == 9 { file } else { clock };
+            assert_eq!(e.kind, want, "event {n}");
+        }
+    }
 }
