@@ -113,8 +113,27 @@ impl Drop for Local {
     }
 }
 
+/// A thread's logical thread: its own, or shared with an [`Appender`]
+/// ([`Recorder::shared_appender`]), which other OS threads may append through too.
+enum Mine {
+    Own(Local),
+    Shared { gen: u64, local: Arc<Mutex<Local>> },
+}
+
+impl Mine {
+    fn gen(&self) -> u64 {
+        match self {
+            Mine::Own(l) => l.gen,
+            Mine::Shared { gen, .. } => *gen,
+        }
+    }
+}
+
 thread_local! {
-    static LOCAL: RefCell<Option<Local>> = const { RefCell::new(None) };
+    static LOCAL: RefCell<Option<Mine>> = const { RefCell::new(None) };
+    /// Whether this is a flusher thread: its appends (a front end's drain) never wait for
+    /// the flusher, which is itself.
+    static IN_FLUSHER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 static NEXT_GEN: AtomicU64 = AtomicU64::new(1);
@@ -308,13 +327,7 @@ impl Recorder {
         }
         // try_with: a C thread's own TLS destructors may still make calls after ours ran;
         // such an event is dropped (and counted), never a panic across the FFI boundary.
-        let r = LOCAL.try_with(|l| {
-            let mut l = l.borrow_mut();
-            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                *l = Some(self.new_local(None));
-            }
-            self.append(l.as_mut().unwrap(), seq, kind, site, digest, payload);
-        });
+        let r = self.with_local(|l| self.append(l, seq, kind, site, digest, payload));
         if r.is_err() {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -420,13 +433,7 @@ impl Recorder {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let r = LOCAL.try_with(|l| {
-            let mut l = l.borrow_mut();
-            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                *l = Some(self.new_local(None));
-            }
-            self.append_owned(l.as_mut().unwrap(), seq, kind, site, digest, record);
-        });
+        let r = self.with_local(|l| self.append_owned(l, seq, kind, site, digest, record));
         if r.is_err() {
             self.inner.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -484,41 +491,63 @@ impl Recorder {
                 .fetch_add(events.count() as u64, Ordering::Relaxed);
             return;
         }
-        let r = LOCAL.try_with(|l| {
-            let mut l = l.borrow_mut();
-            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                *l = Some(self.new_local(None));
-            }
-            let local = l.as_mut().unwrap();
-            for (seq, kind, value) in events.by_ref() {
-                if local.len == local.chunk.events.len() {
-                    // Publish what this chunk holds before swap hands it to the flusher.
-                    local.chunk.committed.store(local.len, Ordering::Release);
-                    self.swap(local, 0);
-                }
-                let i = local.len;
-                let ev = RawEvent {
-                    seq,
-                    digest: 0,
-                    value: value as u64,
-                    kind,
-                    site: 0,
-                    errno: 0,
-                    data_off: local.data_len as u32,
-                    data_len: 0,
-                    tag: 1,
-                };
-                // SAFETY: slot i is below the chunk's capacity and above `committed`.
-                unsafe { (*local.chunk.events[i].get()).write(ev) };
-                local.len = i + 1;
-            }
-            local.chunk.committed.store(local.len, Ordering::Release);
-        });
+        let r = self.with_local(|local| self.append_ints(local, &mut events));
         if r.is_err() {
             self.inner
                 .dropped
                 .fetch_add(events.count() as u64, Ordering::Relaxed);
         }
+    }
+
+    /// The batch append of [`Self::record_batch`] into `local`'s chunk (the stop check is
+    /// the caller's).
+    fn append_ints(&self, local: &mut Local, events: &mut impl Iterator<Item = (u64, u32, i64)>) {
+        for (seq, kind, value) in events {
+            if local.len == local.chunk.events.len() {
+                // Publish what this chunk holds before swap hands it to the flusher.
+                local.chunk.committed.store(local.len, Ordering::Release);
+                self.swap(local, 0);
+            }
+            let i = local.len;
+            let ev = RawEvent {
+                seq,
+                digest: 0,
+                value: value as u64,
+                kind,
+                site: 0,
+                errno: 0,
+                data_off: local.data_len as u32,
+                data_len: 0,
+                tag: 1,
+            };
+            // SAFETY: slot i is below the chunk's capacity and above `committed`.
+            unsafe { (*local.chunk.events[i].get()).write(ev) };
+            local.len = i + 1;
+        }
+        local.chunk.committed.store(local.len, Ordering::Release);
+    }
+
+    /// Runs `f` on the calling thread's logical thread, made at its first use (`Err`: the
+    /// thread's locals are being destroyed). A thread shared with an [`Appender`] takes its
+    /// mutex for the call.
+    #[inline]
+    fn with_local<R>(
+        &self,
+        f: impl FnOnce(&mut Local) -> R,
+    ) -> Result<R, std::thread::AccessError> {
+        LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref().is_none_or(|x| x.gen() != self.inner.gen) {
+                *l = Some(Mine::Own(self.new_local(None)));
+            }
+            match l.as_mut() {
+                Some(Mine::Own(x)) => f(x),
+                Some(Mine::Shared { local, .. }) => {
+                    f(&mut local.lock().unwrap_or_else(|p| p.into_inner()))
+                }
+                None => unreachable!("set above"),
+            }
+        })
     }
 
     fn new_local(&self, name: Option<&str>) -> Local {
@@ -550,7 +579,7 @@ impl Recorder {
     }
 
     fn register(&self, name: Option<&str>) {
-        let _ = LOCAL.try_with(|l| *l.borrow_mut() = Some(self.new_local(name)));
+        let _ = LOCAL.try_with(|l| *l.borrow_mut() = Some(Mine::Own(self.new_local(name))));
     }
 
     /// Moves the calling thread's logical thread into an [`Appender`], which records as
@@ -564,11 +593,42 @@ impl Recorder {
             .try_with(|l| l.borrow_mut().take())
             .ok()
             .flatten()
-            .filter(|x| x.gen == self.inner.gen);
-        let local = taken.unwrap_or_else(|| self.new_local(None));
+            .filter(|x| x.gen() == self.inner.gen);
+        let local = match taken {
+            Some(Mine::Own(l)) => Arc::new(Mutex::new(l)),
+            Some(Mine::Shared { local, .. }) => local,
+            None => Arc::new(Mutex::new(self.new_local(None))),
+        };
         Appender {
             rec: self.clone(),
-            local: Mutex::new(local),
+            local,
+        }
+    }
+
+    /// An [`Appender`] that shares the calling thread's logical thread with the thread
+    /// itself: the thread's own appends (`record`, ...) go on to that logical thread too,
+    /// one append at a time with the appender's (each of the thread's appends takes an
+    /// uncontended mutex). For a front end with many threads that buffer on their own side
+    /// and also record directly: another thread (the flusher's [`Recorder::on_round`])
+    /// drains a thread's buffer as that thread, and numbers stay in order within the
+    /// logical thread if the thread hands its buffer over before each direct record.
+    pub fn shared_appender(&self) -> Appender {
+        let shared = LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            let local = match l.take().filter(|x| x.gen() == self.inner.gen) {
+                Some(Mine::Own(x)) => Arc::new(Mutex::new(x)),
+                Some(Mine::Shared { local, .. }) => local,
+                None => Arc::new(Mutex::new(self.new_local(None))),
+            };
+            *l = Some(Mine::Shared {
+                gen: self.inner.gen,
+                local: local.clone(),
+            });
+            local
+        });
+        Appender {
+            rec: self.clone(),
+            local: shared.unwrap_or_else(|_| Arc::new(Mutex::new(self.new_local(None)))),
         }
     }
 
@@ -586,30 +646,26 @@ impl Recorder {
     pub fn name_thread(&self, name: &str) {
         let _ = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
-            match l.as_ref() {
-                Some(x) if x.gen == self.inner.gen => {
-                    let mut t = self.inner.tables.lock().unwrap();
-                    let n = t.intern(name);
-                    t.new_threads.push((x.thread, n));
-                    t.names.insert(x.thread, n);
+            let thread = match l.as_ref() {
+                Some(Mine::Own(x)) if x.gen == self.inner.gen => x.thread,
+                Some(Mine::Shared { gen, local }) if *gen == self.inner.gen => {
+                    local.lock().unwrap_or_else(|p| p.into_inner()).thread
                 }
-                _ => *l = Some(self.new_local(Some(name))),
-            }
+                _ => {
+                    *l = Some(Mine::Own(self.new_local(Some(name))));
+                    return;
+                }
+            };
+            let mut t = self.inner.tables.lock().unwrap();
+            let n = t.intern(name);
+            t.new_threads.push((thread, n));
+            t.names.insert(thread, n);
         });
     }
 
     /// Logical id of the calling thread (registering it if new).
     pub fn thread_id(&self) -> Option<u32> {
-        LOCAL
-            .try_with(|l| {
-                let mut l = l.borrow_mut();
-                if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                    *l = Some(self.new_local(None));
-                }
-                l.as_ref().map(|x| x.thread)
-            })
-            .ok()
-            .flatten()
+        self.with_local(|l| l.thread).ok()
     }
 
     #[cold]
@@ -648,6 +704,9 @@ impl Recorder {
         let mut st = sig.state.lock().unwrap();
         st.pending += 1;
         sig.flusher.notify_one();
+        if IN_FLUSHER.try_with(|f| f.get()).unwrap_or(false) {
+            return; // the flusher draining a front end's buffer would wait for itself
+        }
         // Back-pressure keeps memory bounded. The wait has a bound too: a flusher that is
         // stuck (a hung disk) must not hang the host program, so after it the append goes on.
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -733,7 +792,7 @@ impl Recorder {
 /// Records as one logical thread from any OS thread, one at a time ([`Recorder::appender`]).
 pub struct Appender {
     rec: Recorder,
-    local: Mutex<Local>,
+    local: Arc<Mutex<Local>>,
 }
 
 impl Appender {
@@ -790,6 +849,20 @@ impl Appender {
             local: self.local.lock().unwrap_or_else(|p| p.into_inner()),
         }
     }
+
+    /// [`Self::hold`] unless another thread holds it now (a thread appending as itself, for
+    /// a shared appender): for the flusher's drain, which must not wait for such a thread.
+    pub fn try_hold(&self) -> Option<Held<'_>> {
+        let local = match self.local.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(Held {
+            rec: &self.rec,
+            local,
+        })
+    }
 }
 
 /// An [`Appender`] held by one OS thread ([`Appender::hold`]).
@@ -809,6 +882,21 @@ impl Held<'_> {
         let seq = self.rec.inner.hot.seq.fetch_add(1, Ordering::Relaxed);
         self.rec
             .append(&mut self.local, seq, kind, site, digest, payload);
+    }
+
+    /// [`Recorder::record_batch`] as the held appender's thread: `Int` events whose numbers
+    /// were taken earlier, in increasing order (and above the thread's earlier ones).
+    pub fn record_batch(&mut self, events: impl IntoIterator<Item = (u64, u32, i64)>) {
+        let mut events = events.into_iter().peekable();
+        if events.peek().is_none() {
+            return;
+        }
+        if self.rec.inner.hot.stopped.load(Ordering::Relaxed) {
+            let n = events.count() as u64;
+            self.rec.inner.dropped.fetch_add(n, Ordering::Relaxed);
+            return;
+        }
+        self.rec.append_ints(&mut self.local, &mut events);
     }
 
     /// [`Appender::record_owned_at`] with the next number.
@@ -1010,6 +1098,7 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
         spare: Vec::new(),
     };
     f.batch.marks.push((0, 0));
+    IN_FLUSHER.with(|x| x.set(true));
     let sig = &inner.signal;
     let fail = |e: String, inner: &Inner| {
         eprintln!("replay: {e}; recording stopped, the program runs on");
@@ -1312,5 +1401,69 @@ mod appender_tests {
             .map(|i| (i as u64, 0u32, Payload::Int { value: i + 1 }))
             .collect();
         assert_eq!(values, want);
+    }
+
+    /// A shared appender and its thread record as one logical thread: the thread's direct
+    /// records and the batches another OS thread records through the appender
+    /// (`Held::record_batch`, numbers taken earlier by the thread) interleave in number
+    /// order; `try_hold` gives way while the appender is held.
+    #[test]
+    fn a_shared_appender_and_its_thread_are_one_logical_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.replay");
+        let r = Recorder::open(RecordConfig::for_test(p.clone())).unwrap();
+        let (clock, file) = (r.intern("clock"), r.intern("file"));
+        let r2 = r.clone();
+        let worker = std::thread::spawn(move || {
+            r2.name_thread("worker");
+            let app = Arc::new(r2.shared_appender());
+            let (tx, rx) = std::sync::mpsc::channel::<Vec<(u64, u32, i64)>>();
+            let (done_tx, done) = std::sync::mpsc::channel::<()>();
+            let drainer = {
+                let app = app.clone();
+                std::thread::spawn(move || {
+                    for batch in rx {
+                        app.hold().record_batch(batch);
+                        done_tx.send(()).unwrap();
+                    }
+                })
+            };
+            for round in 0..10i64 {
+                // Buffered events: numbers taken now, recorded by the other OS thread.
+                let batch: Vec<_> = (0..9)
+                    .map(|i| {
+                        (
+                            r2.seq_counter().fetch_add(1, Ordering::Relaxed),
+                            clock,
+                            round * 9 + i,
+                        )
+                    })
+                    .collect();
+                tx.send(batch).unwrap();
+                done.recv().unwrap();
+                // Then a direct record of the thread itself.
+                r2.record(file, 0, None, PayloadRef::Int(-round));
+            }
+            drop(tx);
+            drainer.join().unwrap();
+            let held = app.hold();
+            assert!(
+                app.try_hold().is_none(),
+                "held: the flusher's drain skips it"
+            );
+            drop(held);
+            assert!(app.try_hold().is_some());
+        });
+        worker.join().unwrap();
+        r.finish().unwrap();
+        let events: Vec<_> = Ordered::new(LogReader::open(&p).unwrap()).collect();
+        assert_eq!(events.len(), 100);
+        let threads: std::collections::BTreeSet<u32> = events.iter().map(|e| e.thread).collect();
+        assert_eq!(threads.len(), 1, "one logical thread: {threads:?}");
+        for (n, e) in events.iter().enumerate() {
+            assert_eq!(e.seq, n as u64);
+            let want = if n % 10 == 9 { file } else { clock };
+            assert_eq!(e.kind, want, "event {n}");
+        }
     }
 }

@@ -56,7 +56,8 @@ pub extern "system" fn Java_java_lang_ReplayHooks_entropy0<'l>(
         match &c.a.core.session {
             Session::Record(_) => {
                 match c.env.convert_byte_array(&live) {
-                    Ok(bytes) => c.a.core.record(
+                    Ok(bytes) => crate::record_direct(
+                        c.a,
                         kind,
                         0,
                         None,

@@ -599,7 +599,7 @@ pub(crate) fn record_one(
             data,
         },
     };
-    a.core.record(a.files[i], 0, Some(digest), payload);
+    crate::record_direct(a, a.files[i], 0, Some(digest), payload);
 }
 
 fn stream_digest(stream: jlong, arg: i64) -> u64 {

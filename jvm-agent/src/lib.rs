@@ -13,8 +13,10 @@
 //!   events.
 //! - NativeMethodBind: `FileInputStream`'s natives (and its channel's reads) are bound to
 //!   wrappers that record and replay what they read ([`fileio`]).
-//! - ThreadEnd / VMDeath: the Java-side buffers are flushed, the session is closed (replay
-//!   checks that every recorded event was used).
+//! - Record: clock reads go into per-thread buffers in native memory that the core's flusher
+//!   drains ([`drain`]); ThreadEnd frees a thread's buffer, VMDeath drains all of them and
+//!   closes the log. Replay: ThreadEnd checks that no value fetched for the thread was left
+//!   unused, VMDeath checks that every recorded event was used.
 //!
 //! Failure policy: a bad option or an unreadable replay log stops the JVM at start with one
 //! line (Agent_OnLoad returns non-zero); an unwritable record log or an internal error later
@@ -24,6 +26,7 @@
 mod cache;
 mod classfile;
 mod context;
+mod drain;
 mod entropy;
 mod fileio;
 mod fsmeta;
@@ -83,9 +86,8 @@ thread_local! {
     /// Whether this OS thread already gave the core its name (the main thread's OS thread
     /// later runs `DestroyJavaVM`: it stays the logical thread it was).
     static NAMED: Cell<bool> = const { Cell::new(false) };
-    /// JNI global reference to this thread's Java-side record buffer, for ThreadEnd/VMDeath.
+    /// Replay: JNI global reference to this thread's Java-side buffer, for ThreadEnd.
     static BUFFER: Cell<jobject> = const { Cell::new(std::ptr::null_mut()) };
-    static SCRATCH: RefCell<Vec<jlong>> = const { RefCell::new(Vec::new()) };
     /// Replay: the run of events last taken with `Replayer::next_run` for this thread. Entry
     /// `j` is served from the Java buffer's slot `3 + j`; `b[0] - 3` of them are used.
     static RUN: RefCell<Vec<replay_core::Event>> = const { RefCell::new(Vec::new()) };
@@ -458,7 +460,16 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
             Ok(Ok(())) => {}
         }
         let (mode, seq) = match &a.core.session {
-            Session::Record(r) => (1, r.seq_counter().as_ptr() as jlong),
+            Session::Record(r) => {
+                // The threads' clock buffers reach the log with every round that writes
+                // everything, without the threads' cooperation (src/drain.rs).
+                r.on_round(|| {
+                    if let Some(a) = agent() {
+                        drain::drain_all(&a.kinds, false);
+                    }
+                });
+                (1, r.seq_counter().as_ptr() as jlong)
+            }
             Session::Replay(_) => (2, 0),
         };
         let cls: &JClass = hooks.as_obj().into();
@@ -789,6 +800,14 @@ unsafe extern "C" fn on_vm_death(_jvmti: RawEnv, jni: *mut RawJniEnv) {
             let _ = call_static(&mut env, h, "stop", "()V");
             flush_thread_buffer(&mut env);
         }
+        if a.core.mode() == Mode::Record && !a.disabled.load(Ordering::Relaxed) {
+            // Other threads still run (a signal's or System.exit's shutdown does not stop
+            // them): one that took a number just before `stop` publishes its event a few
+            // instructions later. A moment for those, then every thread's buffer is
+            // recorded, so a shutdown writes every event, not only this thread's.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            drain::drain_all(&a.kinds, true);
+        }
         // Writes from here on (a daemon thread still printing) are not output events: the
         // log is being closed.
         output::close();
@@ -803,27 +822,23 @@ unsafe extern "C" fn on_vm_death(_jvmti: RawEnv, jni: *mut RawJniEnv) {
     })
 }
 
-/// Records what is left in the calling thread's Java-side buffer and forgets the buffer.
+/// Record: records what is left in the calling thread's buffer and frees it. Replay: checks
+/// that no value fetched for the thread is left unused, and forgets its Java-side buffer.
 fn flush_thread_buffer(env: &mut JNIEnv) {
+    if let Some(a) = agent().filter(|a| a.core.mode() == Mode::Record) {
+        drain::end_own(&a.kinds);
+        return;
+    }
     let buf = BUFFER.with(|b| b.replace(std::ptr::null_mut()));
     if buf.is_null() {
         return;
     }
     // SAFETY: `buf` is a live global reference to this thread's long[] (made in attach0).
     let arr = unsafe { JLongArray::from_raw(buf as jlongArray) };
-    let mut head = [0 as jlong; 1];
-    if matches!(agent(), Some(a) if a.core.mode() == Mode::Replay) {
-        if let Some(a) = agent() {
-            if let Some(_inside) = HookGuard::enter() {
-                left_unused(a, env, &arr, None);
-            }
+    if let Some(a) = agent() {
+        if let Some(_inside) = HookGuard::enter() {
+            left_unused(a, env, &arr, None);
         }
-    } else if env.get_long_array_region(&arr, 0, &mut head).is_ok() && head[0] > 1 {
-        let end = head[0] as jint;
-        if let Some(a) = agent() {
-            record_from_array(a, env, &arr, end);
-        }
-        let _ = env.set_long_array_region(&arr, 0, &[1]);
     }
     clear_exception(env);
     let raw = env.get_raw();
@@ -868,45 +883,25 @@ pub(crate) fn output_turn(a: &Agent, env: &mut JNIEnv) -> bool {
         }
         return yes;
     }
-    if a.core.mode() != Mode::Record {
-        return true;
+    if a.core.mode() == Mode::Record {
+        drain::flush_own(&a.kinds);
     }
-    let buf = BUFFER.with(|b| b.get());
-    if buf.is_null() {
-        return true; // no clock call yet: nothing buffered
-    }
-    // SAFETY: a live global reference to this thread's long[] (made in attach0).
-    let arr = unsafe { JLongArray::from_raw(buf as jlongArray) };
-    let mut head = [0 as jlong; 1];
-    if env.get_long_array_region(&arr, 0, &mut head).is_ok() && head[0] > 1 {
-        record_from_array(a, env, &arr, head[0] as jint);
-        let _ = env.set_long_array_region(&arr, 0, &[1]);
-    }
-    clear_exception(env);
     true
 }
 
-/// Hands events `[1, end)` of a Java buffer (pairs of `seq << 2 | kind`, value) to the core.
-fn record_from_array(a: &Agent, env: &mut JNIEnv, arr: &JLongArray, end: jint) {
-    let Session::Record(r) = &a.core.session else {
-        return;
-    };
-    if end <= 1 {
-        return;
-    }
-    SCRATCH.with(|s| {
-        let mut s = s.borrow_mut();
-        s.resize((end - 1) as usize, 0);
-        if env.get_long_array_region(arr, 1, &mut s).is_err() {
-            clear_exception(env);
-            return;
-        }
-        // Buffered kinds are nanoTime and currentTimeMillis only (0 and 1).
-        r.record_batch(s.chunks_exact(2).filter_map(|p| {
-            let kind = *a.kinds.get((p[0] & 3) as usize)?;
-            Some(((p[0] as u64) >> 2, kind, p[1]))
-        }));
-    });
+/// Records an event the calling thread makes directly (a file, socket or entropy call),
+/// after the thread's buffered clock events, which took earlier numbers ([`drain`]). Call
+/// right before the record: a clock read in between (Java code the call ran) would
+/// otherwise be numbered before it and reach the log after it.
+pub(crate) fn record_direct(
+    a: &Agent,
+    kind: u32,
+    site: u32,
+    digest: Option<u64>,
+    payload: PayloadRef<'_>,
+) {
+    drain::flush_own(&a.kinds);
+    a.core.record(kind, site, digest, payload);
 }
 
 /// The calling Java stack for a divergence report. Runs Java: call it inside the hook guard,
@@ -991,16 +986,24 @@ pub extern "system" fn Java_java_lang_ReplayHooks_attach0<'l>(
     _c: JClass<'l>,
     name: JString<'l>,
     buf: JLongArray<'l>,
-) {
-    guarded("attach0", (), || {
-        let Some(a) = agent() else { return };
+    buffered: jni::sys::jboolean,
+) -> jlong {
+    guarded("attach0", 0, || {
+        let Some(a) = agent() else { return 0 };
         if !NAMED.with(|n| n.replace(true)) {
             let name: String = env.get_string(&name).map(Into::into).unwrap_or_default();
             a.core.name_thread(&name);
         }
-        // Replay keeps the buffer of a buffering (non-daemon) thread too: its ThreadEnd checks
+        if let Session::Record(r) = &a.core.session {
+            return if buffered != 0 {
+                drain::attach(r, BATCH as usize, &a.kinds)
+            } else {
+                0
+            };
+        }
+        // Replay keeps the buffer of a buffering (non-daemon) thread: its ThreadEnd checks
         // that no fetched value was left unused.
-        let keep = a.core.mode() == Mode::Record || env.get_array_length(&buf).is_ok_and(|n| n > 1);
+        let keep = !buf.is_null() && env.get_array_length(&buf).is_ok_and(|n| n > 1);
         if keep {
             let raw = env.get_raw();
             // SAFETY: a valid env and local reference; the global reference is deleted by
@@ -1021,19 +1024,15 @@ pub extern "system" fn Java_java_lang_ReplayHooks_attach0<'l>(
                 }
             }
         }
+        0
     })
 }
 
 #[no_mangle]
-pub extern "system" fn Java_java_lang_ReplayHooks_flush0<'l>(
-    mut env: JNIEnv<'l>,
-    _c: JClass<'l>,
-    buf: JLongArray<'l>,
-    end: jint,
-) {
+pub extern "system" fn Java_java_lang_ReplayHooks_flush0<'l>(_env: JNIEnv<'l>, _c: JClass<'l>) {
     guarded("flush0", (), || {
         if let Some(a) = agent() {
-            record_from_array(a, &mut env, &buf, end);
+            drain::flush_own(&a.kinds);
         }
     })
 }
@@ -1051,7 +1050,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_record0<'l>(
         let k = kind as usize;
         if k < KINDS.len() {
             let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
-            a.core.record(a.kinds[k], 0, digest, PayloadRef::Int(value));
+            record_direct(a, a.kinds[k], 0, digest, PayloadRef::Int(value));
         }
     })
 }

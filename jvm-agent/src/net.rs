@@ -346,7 +346,7 @@ fn record(c: &Call, i: usize, digest: u64, ret: i64, thrown: Option<&[u8]>, data
             data,
         },
     };
-    c.a.core.record(kind(c.a, i), 0, Some(digest), payload);
+    crate::record_direct(c.a, kind(c.a, i), 0, Some(digest), payload);
 }
 
 /// Replays one call of kind `i`; `None`: run it live (policy went live).

@@ -177,7 +177,7 @@ fn record_failure(c: &Call, i: usize, digest: u64, ret: i64, errno: i32, text: O
         errno,
         data: text,
     };
-    c.a.core.record(c.a.files[i], 0, Some(digest), payload);
+    crate::record_direct(c.a, c.a.files[i], 0, Some(digest), payload);
 }
 
 /// Throws what [`pending_failure`] saw: `UnixException(errno)`, or the described exception.

@@ -16,8 +16,11 @@ import jdk.internal.misc.VM;
  *
  * Record: each event takes its sequence number from the core's global counter when it happens
  * (an atomic add on the counter's native memory), so batching never reorders events across
- * threads; the (sequence, kind) and value go into a per-thread long[] that crosses into native
- * once per batch. Replay: a thread's buffer holds the run of its next recorded events that
+ * threads; the (sequence, kind) and value go into a per-thread buffer in native memory (plain
+ * stores, then the count published with a release store) that the core's flusher drains
+ * within the flush interval and the JVM's shutdown drains for every thread, so no event waits
+ * for its thread to run again (jvm-agent/src/drain.rs). Native is called once per full
+ * buffer. Replay: a thread's buffer holds the run of its next recorded events that
  * follow each other in sequence and share one kind (Replayer::next_run): no other thread's
  * event lies inside such a run, so fetching it never waits for other threads and never
  * reorders calls across them. Each buffered value is served only to a call of the run's kind;
@@ -33,6 +36,8 @@ public final class ReplayHooks {
     private static long seqAddr;
     private static Unsafe unsafe;
     private static ThreadLocal<Object[]> buffers;
+    /** Record: the index at which a thread's native buffer is full (1 + 2 * pairs). */
+    private static long limit;
     /**
      * The last thread's {thread, buffer} pair: a hot loop on one thread finds its buffer with
      * one compare instead of a ThreadLocal lookup (measured: ThreadLocal.get was most of the
@@ -40,7 +45,11 @@ public final class ReplayHooks {
      * sees its own Thread in p[0] also sees its p[1]; any other pair fails the compare.
      */
     private static Object[] last;
-    /** The buffer of threads whose calls are not events (JDK service threads). */
+    /**
+     * The buffer of threads whose calls are not events (JDK service threads). Record: every
+     * other thread's buffer is {address of its native buffer}, or {0} for a virtual thread
+     * (recorded call by call). Replay: see event().
+     */
     private static long[] skip;
     private static int capacity;
 
@@ -96,13 +105,8 @@ public final class ReplayHooks {
             return run0(K_ADJUST, v, offset, b);
         }
         if (m == 1) {
-            // Rare (Instant.now, Clock), and it carries an input: recorded directly, after
-            // this thread's buffered events so its events stay in sequence order.
-            int n = (int) b[0];
-            if (n > 1) {
-                flush0(b, n);
-                b[0] = 1;
-            }
+            // Rare (Instant.now, Clock), and it carries an input: recorded directly (native
+            // hands over this thread's buffered events first, so they stay in order).
             record0(K_ADJUST, v, offset);
             return v;
         }
@@ -127,19 +131,22 @@ public final class ReplayHooks {
             return v;
         }
         if (m == 1) {
-            if (b.length == 1) {
-                record0(kind, v, 0L); // an unbuffered (daemon) thread
+            long a = b[0];
+            if (a == 0L) {
+                record0(kind, v, 0L); // a virtual thread
                 return v;
             }
-            int n = (int) b[0];
-            b[n] = (unsafe.getAndAddLong(null, seqAddr, 1L) << 2) | kind;
-            b[n + 1] = v;
+            Unsafe u = unsafe;
+            long n = u.getLong(a);
+            long at = a + (n << 3);
+            u.putLong(at, (u.getAndAddLong(null, seqAddr, 1L) << 2) | kind);
+            u.putLong(at + 8L, v);
             n += 2;
-            if (n == b.length) {
-                flush0(b, n);
-                n = 1;
+            // Published: the flusher may record the pair from now on.
+            u.putLongRelease(null, a, n);
+            if (n == limit) {
+                flush0();
             }
-            b[0] = n;
             return v;
         }
         if (b.length == 1) {
@@ -156,8 +163,8 @@ public final class ReplayHooks {
 
     /**
      * Called by the agent's FileInputStream wrappers (native, inside the hook guard): whether
-     * this thread's file call is an event. In record it first hands over the thread's buffered
-     * clock events, which took earlier sequence numbers, so the thread's events stay in order.
+     * this thread's file call is an event (it attaches the thread first). In record, native
+     * hands over the thread's buffered clock events before it records the call.
      */
     private static boolean fileEvent() {
         int m = mode;
@@ -168,13 +175,7 @@ public final class ReplayHooks {
         if (b == null) {
             return false;
         }
-        if (m == 1) {
-            int n = (int) b[0];
-            if (n > 1) {
-                flush0(b, n);
-                b[0] = 1;
-            }
-        } else if (b.length > 1 && (int) b[0] < (int) b[1]) {
+        if (m == 2 && b.length > 1 && (int) b[0] < (int) b[1]) {
             // Clock values fetched for this thread are unused: the recorded program read the
             // clock before this file call. A divergence, never a file event out of order.
             pending0(b);
@@ -182,7 +183,7 @@ public final class ReplayHooks {
         return true;
     }
 
-    /** This thread's buffer (b[0] is the next free index), or null if its calls are not events. */
+    /** This thread's buffer (see {@link #skip} and event()), or null if its calls are not events. */
     private static long[] buffer() {
         Thread t = Thread.currentThread();
         Object[] p = last;
@@ -205,20 +206,24 @@ public final class ReplayHooks {
         long[] b;
         if (isService(t)) {
             b = skip;
+        } else if (mode == 1) {
+            // Record: every platform thread, daemon or not, buffers in native memory that
+            // the flusher and VMDeath drain. A virtual thread has no ThreadEnd to free a
+            // buffer by, and moves between carriers: it records each call.
+            boolean virtual = t.isDaemon() && t.getClass().getName().equals("java.lang.VirtualThread");
+            // Names make logical threads stable across runs (creation order names them).
+            long a = attach0(t.getName(), null, !virtual);
+            b = a != 0L || virtual ? new long[] {a} : skip;
         } else {
-            // Only non-daemon threads buffer: each flushes at its ThreadEnd, which the VM
-            // waits for. A daemon thread may still be running (or blocked) at VMDeath, when
-            // its buffer could not be handed to the core as its own, so it records each call.
-            // Replay buffers too only for non-daemon threads: their ThreadEnd checks that no
-            // fetched value is left unused.
-            b = new long[t.isDaemon() ? 1 : mode == 1 ? 1 + 2 * capacity : 3 + capacity];
-            b[0] = mode == 1 || b.length == 1 ? 1 : 3;
-            if (b.length > 1 && mode == 2) {
+            // Replay buffers only for non-daemon threads: their ThreadEnd checks that no
+            // fetched value is left unused (a daemon thread may still run at VMDeath).
+            b = new long[t.isDaemon() ? 1 : 3 + capacity];
+            b[0] = b.length == 1 ? 1 : 3;
+            if (b.length > 1) {
                 b[1] = 3;
                 b[2] = -1;
             }
-            // Names make logical threads stable across runs (creation order names them).
-            attach0(t.getName(), b);
+            attach0(t.getName(), b, false);
         }
         Object[] p = new Object[] {t, b};
         tl.set(p);
@@ -249,6 +254,7 @@ public final class ReplayHooks {
         buffers = new ThreadLocal<>();
         skip = new long[1];
         capacity = cap;
+        limit = 1 + 2 * (long) cap;
         seqAddr = addr;
         mode = m;
     }
@@ -292,9 +298,14 @@ public final class ReplayHooks {
         return sb.toString();
     }
 
-    private static native void attach0(String name, long[] buffer);
+    /**
+     * Names the calling thread's logical thread. Record: makes the thread's native buffer if
+     * `buffered` and returns its address (0: none). Replay: keeps `buffer` for ThreadEnd.
+     */
+    private static native long attach0(String name, long[] buffer, boolean buffered);
 
-    private static native void flush0(long[] buffer, int end);
+    /** Record: hands this thread's full native buffer to the core. */
+    private static native void flush0();
 
     private static native void record0(int kind, long value, long arg);
 
