@@ -1116,13 +1116,62 @@ impl Replayer {
         first.filter(|(s, _)| *s < seq)
     }
 
-    /// The earliest unordered event not served, as (sequence number, recorded thread, kind).
-    pub fn unordered_left(&self) -> Option<(u64, u32, u32)> {
+    /// The earliest unordered event of one of `kinds` not served, as (sequence number,
+    /// recorded thread, kind).
+    pub fn unordered_left(&self, kinds: &[u32]) -> Option<(u64, u32, u32)> {
         let u = self.inner.unordered.lock().unwrap();
         u.queues
             .iter()
+            .filter(|((_, k), _)| kinds.contains(k))
             .filter_map(|((t, k), q)| q.front().map(|e| (e.seq, *t, *k)))
             .min()
+    }
+
+    /// The calling thread's next recorded event of unordered kind `kind`
+    /// ([`ReplayConfig::unordered`]), in the thread's own order of that kind, without waiting
+    /// for a turn: for values a thread takes from something shared in an order that races
+    /// (a seed generator), which it must get back whatever the other threads do meanwhile.
+    /// Reads on in the log while there is none; none at all is a divergence.
+    pub fn next_unordered(&self, kind: u32, site: u32) -> Result<Event, Box<Divergence>> {
+        let r = LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                *l = Some(self.bind(None, ""));
+            }
+            let local = l.as_mut().unwrap();
+            loop {
+                {
+                    let mut u = self.inner.unordered.lock().unwrap();
+                    let got = u
+                        .queues
+                        .get_mut(&(local.thread, kind))
+                        .and_then(|q| q.pop_front());
+                    if let Some(e) = got {
+                        // No order across threads to check for these.
+                        if let Some(w) = u.unstarted.get_mut(&kind) {
+                            w.remove(&e.seq);
+                        }
+                        return Ok(e);
+                    }
+                }
+                let mut src = self.inner.source.lock().unwrap();
+                if !self.read_more(&mut src) {
+                    break;
+                }
+            }
+            Err(self.divergence(
+                DivergenceKind::Exhausted { recorded: 0 },
+                local,
+                None,
+                Actual {
+                    kind,
+                    site,
+                    digest: None,
+                    context: None,
+                },
+            ))
+        });
+        r.unwrap_or_else(|_| Err(self.exiting(kind, site, None)))
     }
 
     /// Logical id and name of the calling thread, binding it to a recorded thread first if

@@ -85,6 +85,18 @@ impl Stream {
 /// Event kinds of the program's writes to stdout and stderr, indexed by [`Stream`].
 pub const OUTPUT_KINDS: [&str; 2] = ["output.stdout", "output.stderr"];
 
+/// Kinds of the values threads take from a generator they share (the JVM's `Random` seed
+/// uniquifier, `ThreadLocalRandom`'s and `SplittableRandom`'s seeders): the order in which
+/// threads reach it races, and where a thread first reaches it can depend on contention (a
+/// `ConcurrentHashMap` counter initializes `ThreadLocalRandom` on a failed CAS). Replay serves
+/// each thread its own values in its own order of calls of the kind, out of the threads'
+/// turns ([`Core::replay_seed`]).
+pub const SEED_KINDS: [&str; 3] = [
+    "seed.java.util.Random",
+    "seed.java.util.concurrent.ThreadLocalRandom",
+    "seed.java.util.SplittableRandom",
+];
+
 /// What a front end tells [`Core::start`] about itself and the program.
 pub struct Frontend<'a> {
     /// `"jvm"`, `"node"`, `"c"`: replay refuses a log of another runtime.
@@ -332,7 +344,13 @@ impl Core {
                     order: options.order,
                     timeout: options.timeout,
                     // Writes are compared per thread, out of the threads' turns.
-                    unordered: OUTPUT_KINDS.map(String::from).to_vec(),
+                    // Writes are compared per thread, out of the threads' turns; so are seeds
+                    // taken from shared generators (`SEED_KINDS`).
+                    unordered: OUTPUT_KINDS
+                        .iter()
+                        .chain(SEED_KINDS.iter())
+                        .map(|k| k.to_string())
+                        .collect(),
                 };
                 claim = match logfile::claim_replay(&path) {
                     Ok(c) => Some(c),
@@ -542,6 +560,24 @@ impl Core {
     pub fn unread(&self, kind: u32, events: Vec<Event>) {
         if let Session::Replay(r) = &self.session {
             r.unread_of(kind, events);
+        }
+    }
+
+    /// Replays a value the calling thread took from a shared generator (a kind of
+    /// [`SEED_KINDS`]): the thread's next recorded one of the kind, without waiting for a turn.
+    pub fn replay_seed(&self, kind: u32, context: &dyn Fn() -> Option<String>) -> Verdict {
+        let Session::Replay(r) = &self.session else {
+            return Verdict::Live;
+        };
+        if let Some(code) = self.stopped() {
+            return Verdict::Stop(code);
+        }
+        if r.is_live() {
+            return Verdict::Live;
+        }
+        match r.next_unordered(kind, 0) {
+            Ok(e) => Verdict::Serve(e),
+            Err(d) => self.diverged(with_context(d, context)),
         }
     }
 
@@ -1109,7 +1145,7 @@ impl Core {
                 .filter_map(|(k, st)| st.queue.front().map(|e| (e.seq, *k)))
                 .min()
         };
-        let untaken = r.unordered_left().and_then(|(seq, thread, kind)| {
+        let untaken = r.unordered_left(&self.out_kinds).and_then(|(seq, thread, kind)| {
             let i = self.out_kinds.iter().position(|k| *k == kind)?;
             Some((seq, (thread, STREAMS[i])))
         });

@@ -32,6 +32,7 @@ mod jvmti;
 mod net;
 mod nio;
 mod output;
+mod seeds;
 
 use jni::objects::{GlobalRef, JClass, JLongArray, JObject, JString};
 use jni::sys::{jclass, jint, jlong, jlongArray, jobject, JNIEnv as RawJniEnv, JavaVM};
@@ -482,6 +483,11 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
         }
         // Natives bound before their names were known (File metadata) get their wrappers.
         fileio::bind_early(&mut env);
+        // JDK classes whose initializers take events are initialized now, by the main thread
+        // (see ReplayHooks.preinit).
+        if let Err(e) = call_static(&mut env, hooks, "preinit", "()V") {
+            eprintln!("replay: warning: {e}");
+        }
         // From now on FileInputStream calls may be events.
         match env.get_static_method_id(cls, "fileEvent", "()Z") {
             Ok(id) => {

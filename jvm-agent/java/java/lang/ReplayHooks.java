@@ -121,6 +121,52 @@ public final class ReplayHooks {
 
     private static native byte[] entropy0();
 
+    /**
+     * Where java.util.Random's calls of its private seedUniquifier() go (src/seeds.rs): the
+     * original runs (native, through JNI), and its value is recorded as an event of this
+     * thread or, in replay, this thread's recorded value is returned. The order in which
+     * threads reach the shared atomic races.
+     */
+    public static long seedUniquifier() {
+        return seed(0, uniquifier0());
+    }
+
+    /** ThreadLocalRandom's seeder.getAndAdd(d) (localInit, nextSecondarySeed). */
+    public static long seedThreadLocalRandom(java.util.concurrent.atomic.AtomicLong a, long d) {
+        return seed(1, a.getAndAdd(d));
+    }
+
+    /** SplittableRandom()'s defaultGen.getAndAdd(d). */
+    public static long seedSplittableRandom(java.util.concurrent.atomic.AtomicLong a, long d) {
+        return seed(2, a.getAndAdd(d));
+    }
+
+    private static long seed(int which, long v) {
+        int m = mode;
+        if (m == 0) {
+            return v;
+        }
+        long[] b = buffer();
+        if (b == null) {
+            return v;
+        }
+        if (m == 1 && b.length > 1) {
+            // This thread's buffered clock events took earlier numbers: they go first.
+            int n = (int) b[0];
+            if (n > 1) {
+                flush0(b, n);
+                b[0] = 1;
+            }
+        }
+        // Replay serves seeds out of the threads' turns, so clock values fetched for this
+        // thread and not used yet stay pending for its next clock calls.
+        return seed0(which, v);
+    }
+
+    private static native long uniquifier0();
+
+    private static native long seed0(int which, long live);
+
     private static long event(int m, int kind, long v) {
         long[] b = buffer();
         if (b == null) {
@@ -251,6 +297,29 @@ public final class ReplayHooks {
         capacity = cap;
         seqAddr = addr;
         mode = m;
+    }
+
+    /**
+     * JDK classes whose static initializer takes events (clock reads, seeds), initialized by
+     * the agent at VMInit once the hooks are on, on the main thread before the program runs.
+     * A class initializer runs once, on whichever thread first uses the class: left to the
+     * program, its events would belong to another thread in replay whenever threads race to
+     * the class (six threads starting on ThreadLocalRandom together), and a thread waiting for
+     * its turn inside the initializer blocks every other thread that needs the class (an
+     * Instant.now first called by pool threads stalled replay). Initialized here, they are
+     * the main thread's events at the same place in every run.
+     */
+    private static void preinit() {
+        String[] names = {
+            "java.time.Clock", "java.util.concurrent.ThreadLocalRandom", "java.util.SplittableRandom"
+        };
+        for (String n : names) {
+            try {
+                Class.forName(n, true, null);
+            } catch (Throwable t) {
+                // Not in this JDK: nothing to do.
+            }
+        }
     }
 
     /** Called by the agent when it stops (VMDeath) or disables itself: calls run live. */
