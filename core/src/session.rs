@@ -367,6 +367,10 @@ impl Core {
                     .iter()
                     .any(|(k, v)| k == "verify-output" && v == "on");
                 checking = options.verify_output && recorded_output;
+                if !checking {
+                    // Writes are not matched to events: the cursor must not wait for them.
+                    r.ungate();
+                }
                 if options.verify_output && !recorded_output {
                     eprintln!("replay: note: {log} holds no output of the program (recorded with verify-output=off, or by an older version): output is not compared");
                 }
@@ -808,6 +812,7 @@ impl Core {
                     // One thread's writes (the front ends that compare on their side are
                     // single-threaded): nothing to find, but the event is started.
                     let _ = r.unordered_start(self.out_kinds[stream as usize], event.seq);
+                    r.unordered_started(event.seq);
                 }
                 let data: &[u8] = match &event.payload {
                     Payload::Bytes { data } => &data[st.pos.min(data.len())..],
@@ -866,6 +871,7 @@ impl Core {
             if st.queue.is_empty() {
                 if let Err(d) = r.take_unordered(self.out_kinds[stream as usize], &mut st.queue) {
                     st.failed = true;
+                    r.ungate();
                     return Some(self.output_gone(d, stream, st, rest));
                 }
                 st.pos = 0;
@@ -874,8 +880,10 @@ impl Core {
             // part of it was matched.
             let event = st.queue.pop_front().expect("taken above");
             if st.pos == 0 {
+                r.unordered_started(event.seq);
                 if let Some(d) = self.order_differs(r, stream, st, &event, rest) {
                     st.failed = true;
+                    r.ungate();
                     return Some(d);
                 }
             }
@@ -889,6 +897,7 @@ impl Core {
                 st.advance(&rest[..i]);
                 let (was, now) = (st.line_with(&recorded[i..]), st.line_with(&rest[i..]));
                 st.failed = true;
+                    r.ungate();
                 return Some(self.output_differs(&event, stream, st, was, now));
             }
             st.advance(&rest[..n]);

@@ -17,6 +17,11 @@ pub const TARGETS: &[(&str, &str, &str)] = &[
     ("java/lang/System", "nanoTime", "()J"),
     ("java/lang/System", "currentTimeMillis", "()J"),
     ("jdk/internal/misc/VM", "getNanoTimeAdjustment", "(J)J"),
+    // Timed sleeps, completed at their recorded turn in replay (src/lib.rs, "Sleeps"): JDK 17's
+    // native `Thread.sleep(long)`, and JDK 21+'s private `sleepNanos(long)` that all of
+    // Thread's sleeps call (the JDK 21+ public `sleep(long)` hook then just sleeps).
+    ("java/lang/Thread", "sleep", "(J)V"),
+    ("java/lang/Thread", "sleepNanos", "(J)V"),
     // `new Random()`'s seed uniquifier, a shared atomic (src/seeds.rs).
     ("java/util/Random", "seedUniquifier", "()J"),
     // What SHA1PRNG's and the DRBG's seeders mix in besides /dev/random (src/entropy.rs).

@@ -53,12 +53,14 @@ const HOOK_CLASS: &str = "java/lang/ReplayHooks";
 static HOOK_BYTES: &[u8] = include_bytes!(env!("REPLAY_HOOKS_CLASS"));
 /// Events per Java-side batch: one native crossing per this many clock reads.
 const BATCH: jint = 1024;
-/// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST).
-const KINDS: [&str; 3] = [
+/// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST, K_SLEEP).
+const KINDS: [&str; 4] = [
     "java.lang.System.nanoTime",
     "java.lang.System.currentTimeMillis",
     "jdk.internal.misc.VM.getNanoTimeAdjustment",
+    "java.lang.Thread.sleep",
 ];
+/// Kinds from here on are one event per call with the call's argument as input digest.
 const K_ADJUST: usize = 2;
 const JNI_ERR: jint = -1;
 /// Local references reserved for the VMInit scan of loaded classes.
@@ -67,7 +69,7 @@ const LOADED_CLASSES_FRAME: i32 = 8192;
 struct Agent {
     jvmti: Jvmti,
     core: Core,
-    kinds: [u32; 3],
+    kinds: [u32; KINDS.len()],
     /// Kinds of the FileInputStream calls, indexed like `fileio::KINDS`.
     files: [u32; fileio::KINDS.len()],
     /// The hook class, once defined at VMStart. Until then no class is rewritten.
@@ -1056,7 +1058,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_record0<'l>(
         let Some(a) = agent() else { return };
         let k = kind as usize;
         if k < KINDS.len() {
-            let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
+            let digest = (k >= K_ADJUST).then(|| adjust_digest(arg));
             a.core.record(a.kinds[k], 0, digest, PayloadRef::Int(value));
         }
     })
@@ -1080,7 +1082,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_replay0<'l>(
         let Some(_inside) = HookGuard::enter() else {
             return live;
         };
-        let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
+        let digest = (k >= K_ADJUST).then(|| adjust_digest(arg));
         let env = RefCell::new(env);
         let stack = || java_stack(a, &mut env.borrow_mut());
         match apply(a.core.replay(a.kinds[k], 0, digest, &stack)) {
@@ -1133,7 +1135,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_run0<'l>(
         let Some(_inside) = HookGuard::enter() else {
             return live;
         };
-        let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
+        let digest = (k >= K_ADJUST).then(|| adjust_digest(arg));
         if let Some((pos, e)) = pending_event(&mut env, &b) {
             if e.kind == a.kinds[k] && digest.is_none() {
                 // A time the Java buffer could not hold (not an Int): served from here.

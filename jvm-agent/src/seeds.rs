@@ -110,3 +110,33 @@ pub extern "system" fn Java_java_lang_ReplayHooks_seed0<'l>(
         }
     })
 }
+
+/// JDK 21+: the original `Thread.sleepNanos(long)` (private), for the sleep hook's live sleep;
+/// an `InterruptedException` it throws stays pending for the hook's caller.
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_sleepNanos0<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    nanos: jlong,
+) {
+    static M: OnceLock<Option<(GlobalRef, JStaticMethodID)>> = OnceLock::new();
+    let m = M.get_or_init(|| {
+        let c = env.find_class("java/lang/Thread").ok()?;
+        let id = env.get_static_method_id(&c, "sleepNanos", "(J)V").ok()?;
+        Some((env.new_global_ref(c).ok()?, id))
+    });
+    let Some((class, id)) = m else {
+        clear_exception(&mut env);
+        return;
+    };
+    let cls: &JClass = class.as_obj().into();
+    // SAFETY: the method ID of `static void sleepNanos(long)` of that class.
+    let _ = unsafe {
+        env.call_static_method_unchecked(
+            cls,
+            *id,
+            ReturnType::Primitive(Primitive::Void),
+            &[jni::objects::JValue::Long(nanos).as_jni()],
+        )
+    };
+}

@@ -27,6 +27,7 @@ public final class ReplayHooks {
     private static final int K_NANO = 0;
     private static final int K_MILLIS = 1;
     private static final int K_ADJUST = 2;
+    private static final int K_SLEEP = 3;
 
     /** 0: pass through; 1: record; 2: replay. Volatile: init publishes the fields below. */
     private static volatile int mode;
@@ -43,6 +44,8 @@ public final class ReplayHooks {
     /** The buffer of threads whose calls are not events (JDK service threads). */
     private static long[] skip;
     private static int capacity;
+    /** JDK 21+: Thread's sleeps all go through its private sleepNanos, which is the hook. */
+    private static boolean sleepNanosHooked;
 
     private ReplayHooks() {}
 
@@ -162,6 +165,71 @@ public final class ReplayHooks {
         // thread and not used yet stay pending for its next clock calls.
         return seed0(which, v);
     }
+
+    /**
+     * Where Thread.sleep(long) calls go (JDK 17: the native itself; JDK 21+: the public method,
+     * whose sleepNanos call is the hook below). Record: the sleep runs and its end is an event
+     * of this thread (value 0, or 1 if it was interrupted; the duration is the input digest),
+     * taken when the sleep ends, so its place among other threads' events is when it woke.
+     * Replay does not sleep: the call returns at that event's turn, once every event recorded
+     * before it is replayed. A sleep recorded as interrupted sleeps live (the interrupt comes
+     * from the replayed program), and throws when the interrupt comes.
+     */
+    public static void sleep(long millis) throws InterruptedException {
+        if (sleepNanosHooked) {
+            Thread.sleep(millis);
+            return;
+        }
+        timed(millis, false);
+    }
+
+    /** JDK 21+: Thread.sleepNanos(long), which every sleep of a Thread calls. */
+    public static void sleepNanos(long nanos) throws InterruptedException {
+        timed(nanos, true);
+    }
+
+    private static void timed(long t, boolean nanos) throws InterruptedException {
+        int m = mode;
+        long[] b = m == 0 ? null : buffer();
+        if (b == null) {
+            sleepLive(t, nanos);
+            return;
+        }
+        if (m == 1) {
+            long outcome = 1;
+            try {
+                sleepLive(t, nanos);
+                outcome = 0;
+            } finally {
+                // This thread's buffered clock events took earlier numbers: they go first.
+                if (b.length > 1) {
+                    int n = (int) b[0];
+                    if (n > 1) {
+                        flush0(b, n);
+                        b[0] = 1;
+                    }
+                }
+                record0(K_SLEEP, outcome, t);
+            }
+            return;
+        }
+        // -1: replay runs live (gone live, or the agent stopped).
+        long r = b.length > 1 ? run0(K_SLEEP, -1L, t, b) : replay0(K_SLEEP, -1L, t);
+        if (r != 0) {
+            sleepLive(t, nanos);
+        }
+    }
+
+    private static void sleepLive(long t, boolean nanos) throws InterruptedException {
+        if (nanos) {
+            sleepNanos0(t);
+        } else {
+            Thread.sleep(t);
+        }
+    }
+
+    /** JDK 21+: the original Thread.sleepNanos (private: called through JNI). */
+    private static native void sleepNanos0(long nanos) throws InterruptedException;
 
     private static native long uniquifier0();
 
@@ -296,6 +364,12 @@ public final class ReplayHooks {
         skip = new long[1];
         capacity = cap;
         seqAddr = addr;
+        try {
+            Thread.class.getDeclaredMethod("sleepNanos", long.class);
+            sleepNanosHooked = true;
+        } catch (NoSuchMethodException e) {
+            sleepNanosHooked = false;
+        }
         mode = m;
     }
 
