@@ -460,6 +460,7 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
             Err(e) => eprintln!("replay: warning: already-loaded classes are not hooked: {e}"),
             Ok(Ok(())) => {}
         }
+        preinit(&mut env, hooks, true);
         let (mode, seq) = match &a.core.session {
             Session::Record(r) => (1, r.seq_counter().as_ptr() as jlong),
             Session::Replay(_) => (2, 0),
@@ -485,11 +486,9 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
         }
         // Natives bound before their names were known (File metadata) get their wrappers.
         fileio::bind_early(&mut env);
-        // JDK classes whose initializers take events are initialized now, by the main thread
-        // (see ReplayHooks.preinit).
-        if let Err(e) = call_static(&mut env, hooks, "preinit", "()V") {
-            eprintln!("replay: warning: {e}");
-        }
+        // JDK classes whose initializers would take events are initialized now, by the main
+        // thread (see ReplayHooks.preinit).
+        preinit(&mut env, hooks, false);
         // From now on FileInputStream calls may be events.
         match env.get_static_method_id(cls, "fileEvent", "()Z") {
             Ok(id) => {
@@ -503,6 +502,21 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
             }
         }
     })
+}
+
+/// `ReplayHooks.preinit(live)`: initializes JDK classes whose initializers would take events
+/// (`live`: before the hooks are on, the ones whose values need no event).
+fn preinit(env: &mut JNIEnv, hooks: &GlobalRef, live: bool) {
+    let cls: &JClass = hooks.as_obj().into();
+    let r = env.call_static_method(
+        cls,
+        "preinit",
+        "(Z)V",
+        &[jni::objects::JValue::Bool(live.into())],
+    );
+    if clear_exception(env) || r.is_err() {
+        eprintln!("replay: warning: cannot initialize the JDK's clock and random classes early");
+    }
 }
 
 /// Retransforms the classes loaded before the hook class existed whose constant pools name a

@@ -374,19 +374,25 @@ public final class ReplayHooks {
     }
 
     /**
-     * JDK classes whose static initializer takes events (clock reads, seeds), initialized by
-     * the agent at VMInit once the hooks are on, on the main thread before the program runs.
-     * A class initializer runs once, on whichever thread first uses the class: left to the
-     * program, its events would belong to another thread in replay whenever threads race to
-     * the class (six threads starting on ThreadLocalRandom together), and a thread waiting for
-     * its turn inside the initializer blocks every other thread that needs the class (an
-     * Instant.now first called by pool threads stalled replay). Initialized here, they are
-     * the main thread's events at the same place in every run.
+     * JDK classes whose static initializer would take events, initialized by the agent at
+     * VMInit on the main thread before the program runs. A class initializer runs once, on
+     * whichever thread first uses the class: left to the program, its events would belong to
+     * another thread in replay whenever threads race to the class (six threads starting on
+     * ThreadLocalRandom together), and a thread waiting for its turn inside the initializer
+     * blocks every other thread that needs the class (an Instant.now first called by pool
+     * threads stalled replay).
+     *
+     * live (called before init, hooks off): ThreadLocalRandom and SplittableRandom, whose
+     * initializers only make the base of seeders whose every value a thread takes is an event
+     * of its own (seedThreadLocalRandom, seedSplittableRandom): their clock reads and seed need
+     * not be events. Otherwise (hooks on): java.time.Clock, whose clock read is the offset of
+     * every Instant.now (getNanoTimeAdjustment's input): one event of main, at the same place
+     * in every run.
      */
-    private static void preinit() {
-        String[] names = {
-            "java.time.Clock", "java.util.concurrent.ThreadLocalRandom", "java.util.SplittableRandom"
-        };
+    private static void preinit(boolean live) {
+        String[] names = live
+            ? new String[] {"java.util.concurrent.ThreadLocalRandom", "java.util.SplittableRandom"}
+            : new String[] {"java.time.Clock"};
         for (String n : names) {
             try {
                 Class.forName(n, true, null);
