@@ -1149,7 +1149,13 @@ impl Replayer {
         if !self.inner.strict || !self.inner.gate.load(Ordering::Acquire) {
             return;
         }
-        let removed = self.inner.unordered.lock().unwrap().unstarted_gated.remove(&seq);
+        let removed = self
+            .inner
+            .unordered
+            .lock()
+            .unwrap()
+            .unstarted_gated
+            .remove(&seq);
         if removed {
             self.pass_unordered();
         }

@@ -897,7 +897,7 @@ impl Core {
                 st.advance(&rest[..i]);
                 let (was, now) = (st.line_with(&recorded[i..]), st.line_with(&rest[i..]));
                 st.failed = true;
-                    r.ungate();
+                r.ungate();
                 return Some(self.output_differs(&event, stream, st, was, now));
             }
             st.advance(&rest[..n]);
@@ -1154,10 +1154,12 @@ impl Core {
                 .filter_map(|(k, st)| st.queue.front().map(|e| (e.seq, *k)))
                 .min()
         };
-        let untaken = r.unordered_left(&self.out_kinds).and_then(|(seq, thread, kind)| {
-            let i = self.out_kinds.iter().position(|k| *k == kind)?;
-            Some((seq, (thread, STREAMS[i])))
-        });
+        let untaken = r
+            .unordered_left(&self.out_kinds)
+            .and_then(|(seq, thread, kind)| {
+                let i = self.out_kinds.iter().position(|k| *k == kind)?;
+                Some((seq, (thread, STREAMS[i])))
+            });
         let (_, key) = match (held, untaken) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b)?,

@@ -47,9 +47,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_uniquifier0<'l>(
     static M: OnceLock<Option<(GlobalRef, JStaticMethodID)>> = OnceLock::new();
     let m = M.get_or_init(|| {
         let c = env.find_class("java/util/Random").ok()?;
-        let id = env
-            .get_static_method_id(&c, "seedUniquifier", "()J")
-            .ok()?;
+        let id = env.get_static_method_id(&c, "seedUniquifier", "()J").ok()?;
         Some((env.new_global_ref(c).ok()?, id))
     });
     let Some((class, id)) = m else {

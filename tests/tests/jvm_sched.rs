@@ -25,7 +25,14 @@ fn record(jdk: &Jdk, dir: &Path, main: &str, args: &[&str]) -> (std::path::PathB
     (log, out)
 }
 
-fn replay(jdk: &Jdk, dir: &Path, log: &Path, opts: &str, main: &str, args: &[&str]) -> replay_tests::Finished {
+fn replay(
+    jdk: &Jdk,
+    dir: &Path,
+    log: &Path,
+    opts: &str,
+    main: &str,
+    args: &[&str],
+) -> replay_tests::Finished {
     java(
         jdk,
         dir,
@@ -49,10 +56,17 @@ fn seeds_threads_take_from_shared_generators_come_back_per_thread() {
             let args = [what, threads];
             let (log, recorded) = record(jdk, d.path(), "Seeds", &args);
             let kinds = log_kinds(&log);
-            assert!(kinds.get(kind).copied().unwrap_or(0) >= threads.parse::<u64>().unwrap(), "{n} {what}: {kinds:?}");
+            assert!(
+                kinds.get(kind).copied().unwrap_or(0) >= threads.parse::<u64>().unwrap(),
+                "{n} {what}: {kinds:?}"
+            );
             for _ in 0..2 {
                 let o = replay(jdk, d.path(), &log, "", "Seeds", &args);
-                assert_eq!(ok(&o, &format!("{n}: replay {what}")), recorded, "{n} {what}");
+                assert_eq!(
+                    ok(&o, &format!("{n}: replay {what}")),
+                    recorded,
+                    "{n} {what}"
+                );
                 assert!(o.stderr.trim().is_empty(), "{n} {what}: {}", o.stderr);
             }
             // The values are the recording's, not ones any run would get.
@@ -75,10 +89,17 @@ fn sleeps_complete_at_their_recorded_turn_without_waiting() {
         let (log, recorded) = record(jdk, d.path(), "Sleeper", &args);
         let recording = started.elapsed();
         // main slept n_sleeps * ms and then ms more; the other thread slept in parallel.
-        assert!(recording >= Duration::from_millis(ms * (n_sleeps + 1)), "{n}: {recording:?}");
+        assert!(
+            recording >= Duration::from_millis(ms * (n_sleeps + 1)),
+            "{n}: {recording:?}"
+        );
         let kinds = log_kinds(&log);
         // main's 9 sleeps, the other thread's 8, and the interrupted one.
-        assert_eq!(kinds.get("java.lang.Thread.sleep"), Some(&(2 * n_sleeps + 2)), "{n}: {kinds:?}");
+        assert_eq!(
+            kinds.get("java.lang.Thread.sleep"),
+            Some(&(2 * n_sleeps + 2)),
+            "{n}: {kinds:?}"
+        );
         assert!(recorded.contains("interrupted at"), "{n}: {recorded}");
         let started = Instant::now();
         let o = replay(jdk, d.path(), &log, "", "Sleeper", &args);
@@ -86,7 +107,10 @@ fn sleeps_complete_at_their_recorded_turn_without_waiting() {
         assert_eq!(ok(&o, &format!("{n}: replay")), recorded, "{n}");
         assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
         // 9 s of sleeping on main: a replay that slept would take that long.
-        assert!(replaying < Duration::from_secs(5), "{n}: replay took {replaying:?}");
+        assert!(
+            replaying < Duration::from_secs(5),
+            "{n}: replay took {replaying:?}"
+        );
     }
 }
 
@@ -111,7 +135,11 @@ fn class_initializer_races_replay_or_report_never_hang() {
                     86 => {
                         assert!(o.stderr.contains("DIVERGENCE"), "{n} {main}: {}", o.stderr);
                         if main == "PoolClock" {
-                            assert!(!o.stderr.contains("no progress"), "{n} {main}: {}", o.stderr);
+                            assert!(
+                                !o.stderr.contains("no progress"),
+                                "{n} {main}: {}",
+                                o.stderr
+                            );
                         }
                     }
                     c => panic!("{n} {main}: exit {c}: {}", o.stderr),
