@@ -195,6 +195,10 @@ struct Inner {
     /// The lowest sequence number of an unordered event the strict cursor has not passed
     /// yet (`NONE`: none known): one load per consumed event tells whether to look.
     next_unordered: AtomicU64,
+    /// Unordered kinds named `output.*`: the cursor passes one of their events only once its
+    /// thread started on it ([`Replayer::unordered_started`]), while `gate` is on.
+    gated_kinds: Vec<u32>,
+    gate: AtomicBool,
     /// Some unordered kind has events of more than one thread ([`Unordered::writers`]).
     many_writers: AtomicBool,
 }
@@ -214,6 +218,8 @@ struct Unordered {
     /// Per kind: the first thread seen with events of it, and whether another was seen
     /// since. Only then is `unstarted` kept: one thread's events are in order by themselves.
     writers: rustc_hash::FxHashMap<u32, (u32, bool)>,
+    /// Strict order: events of gated kinds no thread has started on yet.
+    unstarted_gated: std::collections::BTreeSet<u64>,
 }
 
 struct Local {
@@ -295,6 +301,12 @@ impl Replayer {
         let header = reader.header().clone();
         let mut live = Live::default();
         let unordered_kinds = cfg.unordered.iter().map(|k| live.intern(k)).collect();
+        let gated_kinds = cfg
+            .unordered
+            .iter()
+            .filter(|k| k.starts_with("output."))
+            .map(|k| live.intern(k))
+            .collect();
         let inner = Arc::new(Inner {
             gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
             path: cfg.path,
@@ -319,6 +331,8 @@ impl Replayer {
             phantoms: AtomicU64::new(0),
             header,
             unordered_kinds,
+            gated_kinds,
+            gate: AtomicBool::new(true),
             unordered: Mutex::new(Unordered::default()),
             next_unordered: AtomicU64::new(NONE),
             many_writers: AtomicBool::new(false),
@@ -463,6 +477,14 @@ impl Replayer {
     /// Moves a run's unordered events ([`ReplayConfig::unordered`]) to their queues.
     fn divert(&self, src: &mut Source, thread: u32, events: &mut Vec<Event>) {
         let mut u = self.inner.unordered.lock().unwrap();
+        if self.inner.strict && self.inner.gate.load(Ordering::Acquire) {
+            let gated: Vec<u64> = events
+                .iter()
+                .filter(|e| self.inner.gated_kinds.contains(&e.kind))
+                .map(|e| e.seq)
+                .collect();
+            u.unstarted_gated.extend(gated);
+        }
         if self.inner.strict {
             u.ahead.extend(
                 events
@@ -1076,7 +1098,8 @@ impl Replayer {
                 match u.ahead.peek().map(|r| r.0) {
                     // No thread's turn is `c` (its event is out of the queues), so only this
                     // moves the cursor from there.
-                    Some(s) if s == c => {
+                    // A write waits until its thread starts on it (see `unordered_started`).
+                    Some(s) if s == c && !u.unstarted_gated.contains(&s) => {
                         if self
                             .inner
                             .cursor
@@ -1116,13 +1139,94 @@ impl Replayer {
         first.filter(|(s, _)| *s < seq)
     }
 
-    /// The earliest unordered event not served, as (sequence number, recorded thread, kind).
-    pub fn unordered_left(&self) -> Option<(u64, u32, u32)> {
+    /// A thread starts on its recorded event `seq` of a gated (`output.*`) kind: from now
+    /// on the strict cursor may pass it. Threads' writes are compared out of their turns (a
+    /// thread holding a stream's lock must never wait for a turn), but the cursor does not
+    /// pass a write before it is started, so the threads whose turns come after it in the
+    /// recording wait for it: with sleeps completed at their turns, a thread that woke would
+    /// otherwise print before another thread's earlier line.
+    pub fn unordered_started(&self, seq: u64) {
+        if !self.inner.strict || !self.inner.gate.load(Ordering::Acquire) {
+            return;
+        }
+        let removed = self
+            .inner
+            .unordered
+            .lock()
+            .unwrap()
+            .unstarted_gated
+            .remove(&seq);
+        if removed {
+            self.pass_unordered();
+        }
+    }
+
+    /// The cursor no longer waits for writes to be started (output is not compared, or a
+    /// stream's comparison failed and its writes are no longer matched to events).
+    pub fn ungate(&self) {
+        if !self.inner.gate.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        self.inner.unordered.lock().unwrap().unstarted_gated.clear();
+        self.pass_unordered();
+    }
+
+    /// The earliest unordered event of one of `kinds` not served, as (sequence number,
+    /// recorded thread, kind).
+    pub fn unordered_left(&self, kinds: &[u32]) -> Option<(u64, u32, u32)> {
         let u = self.inner.unordered.lock().unwrap();
         u.queues
             .iter()
+            .filter(|((_, k), _)| kinds.contains(k))
             .filter_map(|((t, k), q)| q.front().map(|e| (e.seq, *t, *k)))
             .min()
+    }
+
+    /// The calling thread's next recorded event of unordered kind `kind`
+    /// ([`ReplayConfig::unordered`]), in the thread's own order of that kind, without waiting
+    /// for a turn: for values a thread takes from something shared in an order that races
+    /// (a seed generator), which it must get back whatever the other threads do meanwhile.
+    /// Reads on in the log while there is none; none at all is a divergence.
+    pub fn next_unordered(&self, kind: u32, site: u32) -> Result<Event, Box<Divergence>> {
+        let r = LOCAL.try_with(|l| {
+            let mut l = l.borrow_mut();
+            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                *l = Some(self.bind(None, ""));
+            }
+            let local = l.as_mut().unwrap();
+            loop {
+                {
+                    let mut u = self.inner.unordered.lock().unwrap();
+                    let got = u
+                        .queues
+                        .get_mut(&(local.thread, kind))
+                        .and_then(|q| q.pop_front());
+                    if let Some(e) = got {
+                        // No order across threads to check for these.
+                        if let Some(w) = u.unstarted.get_mut(&kind) {
+                            w.remove(&e.seq);
+                        }
+                        return Ok(e);
+                    }
+                }
+                let mut src = self.inner.source.lock().unwrap();
+                if !self.read_more(&mut src) {
+                    break;
+                }
+            }
+            Err(self.divergence(
+                DivergenceKind::Exhausted { recorded: 0 },
+                local,
+                None,
+                Actual {
+                    kind,
+                    site,
+                    digest: None,
+                    context: None,
+                },
+            ))
+        });
+        r.unwrap_or_else(|_| Err(self.exiting(kind, site, None)))
     }
 
     /// Logical id and name of the calling thread, binding it to a recorded thread first if

@@ -85,6 +85,18 @@ impl Stream {
 /// Event kinds of the program's writes to stdout and stderr, indexed by [`Stream`].
 pub const OUTPUT_KINDS: [&str; 2] = ["output.stdout", "output.stderr"];
 
+/// Kinds of the values threads take from a generator they share (the JVM's `Random` seed
+/// uniquifier, `ThreadLocalRandom`'s and `SplittableRandom`'s seeders): the order in which
+/// threads reach it races, and where a thread first reaches it can depend on contention (a
+/// `ConcurrentHashMap` counter initializes `ThreadLocalRandom` on a failed CAS). Replay serves
+/// each thread its own values in its own order of calls of the kind, out of the threads'
+/// turns ([`Core::replay_seed`]).
+pub const SEED_KINDS: [&str; 3] = [
+    "seed.java.util.Random",
+    "seed.java.util.concurrent.ThreadLocalRandom",
+    "seed.java.util.SplittableRandom",
+];
+
 /// What a front end tells [`Core::start`] about itself and the program.
 pub struct Frontend<'a> {
     /// `"jvm"`, `"node"`, `"c"`: replay refuses a log of another runtime.
@@ -334,7 +346,13 @@ impl Core {
                     order: options.order,
                     timeout: options.timeout,
                     // Writes are compared per thread, out of the threads' turns.
-                    unordered: OUTPUT_KINDS.map(String::from).to_vec(),
+                    // Writes are compared per thread, out of the threads' turns; so are seeds
+                    // taken from shared generators (`SEED_KINDS`).
+                    unordered: OUTPUT_KINDS
+                        .iter()
+                        .chain(SEED_KINDS.iter())
+                        .map(|k| k.to_string())
+                        .collect(),
                 };
                 claim = match logfile::claim_replay(&path) {
                     Ok(c) => Some(c),
@@ -351,6 +369,10 @@ impl Core {
                     .iter()
                     .any(|(k, v)| k == "verify-output" && v == "on");
                 checking = options.verify_output && recorded_output;
+                if !checking {
+                    // Writes are not matched to events: the cursor must not wait for them.
+                    r.ungate();
+                }
                 if options.verify_output && !recorded_output {
                     eprintln!("replay: note: {log} holds no output of the program (recorded with verify-output=off, or by an older version): output is not compared");
                 }
@@ -567,6 +589,24 @@ impl Core {
     pub fn unread(&self, kind: u32, events: Vec<Event>) {
         if let Session::Replay(r) = &self.session {
             r.unread_of(kind, events);
+        }
+    }
+
+    /// Replays a value the calling thread took from a shared generator (a kind of
+    /// [`SEED_KINDS`]): the thread's next recorded one of the kind, without waiting for a turn.
+    pub fn replay_seed(&self, kind: u32, context: &dyn Fn() -> Option<String>) -> Verdict {
+        let Session::Replay(r) = &self.session else {
+            return Verdict::Live;
+        };
+        if let Some(code) = self.stopped() {
+            return Verdict::Stop(code);
+        }
+        if r.is_live() {
+            return Verdict::Live;
+        }
+        match r.next_unordered(kind, 0) {
+            Ok(e) => Verdict::Serve(e),
+            Err(d) => self.diverged(with_context(d, context)),
         }
     }
 
@@ -797,6 +837,7 @@ impl Core {
                     // One thread's writes (the front ends that compare on their side are
                     // single-threaded): nothing to find, but the event is started.
                     let _ = r.unordered_start(self.out_kinds[stream as usize], event.seq);
+                    r.unordered_started(event.seq);
                 }
                 let data: &[u8] = match &event.payload {
                     Payload::Bytes { data } => &data[st.pos.min(data.len())..],
@@ -855,6 +896,7 @@ impl Core {
             if st.queue.is_empty() {
                 if let Err(d) = r.take_unordered(self.out_kinds[stream as usize], &mut st.queue) {
                     st.failed = true;
+                    r.ungate();
                     return Some(self.output_gone(d, stream, st, rest));
                 }
                 st.pos = 0;
@@ -863,8 +905,10 @@ impl Core {
             // part of it was matched.
             let event = st.queue.pop_front().expect("taken above");
             if st.pos == 0 {
+                r.unordered_started(event.seq);
                 if let Some(d) = self.order_differs(r, stream, st, &event, rest) {
                     st.failed = true;
+                    r.ungate();
                     return Some(d);
                 }
             }
@@ -878,6 +922,7 @@ impl Core {
                 st.advance(&rest[..i]);
                 let (was, now) = (st.line_with(&recorded[i..]), st.line_with(&rest[i..]));
                 st.failed = true;
+                r.ungate();
                 return Some(self.output_differs(&event, stream, st, was, now));
             }
             st.advance(&rest[..n]);
@@ -1134,10 +1179,12 @@ impl Core {
                 .filter_map(|(k, st)| st.queue.front().map(|e| (e.seq, *k)))
                 .min()
         };
-        let untaken = r.unordered_left().and_then(|(seq, thread, kind)| {
-            let i = self.out_kinds.iter().position(|k| *k == kind)?;
-            Some((seq, (thread, STREAMS[i])))
-        });
+        let untaken = r
+            .unordered_left(&self.out_kinds)
+            .and_then(|(seq, thread, kind)| {
+                let i = self.out_kinds.iter().position(|k| *k == kind)?;
+                Some((seq, (thread, STREAMS[i])))
+            });
         let (_, key) = match (held, untaken) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b)?,

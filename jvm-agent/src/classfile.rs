@@ -17,12 +17,59 @@ pub const TARGETS: &[(&str, &str, &str)] = &[
     ("java/lang/System", "nanoTime", "()J"),
     ("java/lang/System", "currentTimeMillis", "()J"),
     ("jdk/internal/misc/VM", "getNanoTimeAdjustment", "(J)J"),
+    // Timed sleeps, completed at their recorded turn in replay (src/lib.rs, "Sleeps"): JDK 17's
+    // native `Thread.sleep(long)`, and JDK 21+'s private `sleepNanos(long)` that all of
+    // Thread's sleeps call (the JDK 21+ public `sleep(long)` hook then just sleeps).
+    ("java/lang/Thread", "sleep", "(J)V"),
+    ("java/lang/Thread", "sleepNanos", "(J)V"),
+    // `new Random()`'s seed uniquifier, a shared atomic (src/seeds.rs).
+    ("java/util/Random", "seedUniquifier", "()J"),
     // What SHA1PRNG's and the DRBG's seeders mix in besides /dev/random (src/entropy.rs).
     (
         "sun/security/provider/SeedGenerator",
         "getSystemEntropy",
         "()[B",
     ),
+];
+
+/// A virtual call replaced, in one class, by a static call of the hook class that takes the
+/// receiver as its first argument: `invokevirtual` and `invokestatic` with a 2-byte pool
+/// index are both 3 bytes and leave the same types on the stack, so no offset, exception
+/// table or StackMapTable frame changes. Used where a value comes from an atomic shared by
+/// threads whose order races (src/seeds.rs).
+pub struct Site {
+    /// The class whose code is changed (internal name).
+    pub class: &'static str,
+    pub owner: &'static str,
+    pub name: &'static str,
+    pub desc: &'static str,
+    /// The hook class's static method called instead.
+    pub hook: &'static str,
+    pub hook_desc: &'static str,
+}
+
+const SEEDER: &str = "(Ljava/util/concurrent/atomic/AtomicLong;J)J";
+
+/// Every `seeder.getAndAdd` of `ThreadLocalRandom` (`localInit`, `nextSecondarySeed`; JDK 17
+/// and 25) and `defaultGen.getAndAdd` of `SplittableRandom()`: the only `getAndAdd` calls of
+/// those classes.
+pub const SITES: &[Site] = &[
+    Site {
+        class: "java/util/concurrent/ThreadLocalRandom",
+        owner: "java/util/concurrent/atomic/AtomicLong",
+        name: "getAndAdd",
+        desc: "(J)J",
+        hook: "seedThreadLocalRandom",
+        hook_desc: SEEDER,
+    },
+    Site {
+        class: "java/util/SplittableRandom",
+        owner: "java/util/concurrent/atomic/AtomicLong",
+        name: "getAndAdd",
+        desc: "(J)J",
+        hook: "seedSplittableRandom",
+        hook_desc: SEEDER,
+    },
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,6 +184,44 @@ impl<'a> Pool<'a> {
         u16_at(self.bytes, e.off + 1 + 2 * field)
     }
 
+    /// The index of the Methodref `owner.name desc`, if the pool has one.
+    fn method_ref(&self, owner: &str, name: &str, desc: &str) -> Result<Option<u16>, ParseError> {
+        for (i, e) in self.entries.iter().enumerate() {
+            if e.tag != METHODREF {
+                continue;
+            }
+            let class = self.entry(self.ref_at(*e, 0)?, CLASS)?;
+            if self.utf8(self.ref_at(class, 0)?)? != owner.as_bytes() {
+                continue;
+            }
+            let nat = self.entry(self.ref_at(*e, 1)?, NAME_AND_TYPE)?;
+            if self.utf8(self.ref_at(nat, 0)?)? == name.as_bytes()
+                && self.utf8(self.ref_at(nat, 1)?)? == desc.as_bytes()
+            {
+                return Ok(Some(i as u16));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The class's own internal name (`this_class`, after the pool).
+    fn this_name(&self) -> Result<&'a [u8], ParseError> {
+        let this = self.entry(u16_at(self.bytes, self.end + 2)?, CLASS)?;
+        self.utf8(self.ref_at(this, 0)?)
+    }
+
+    /// The [`SITES`] of this class whose call its pool names: (site, Methodref index).
+    fn sites(&self) -> Result<Vec<(&'static Site, u16)>, ParseError> {
+        let this = self.this_name()?;
+        let mut out = Vec::new();
+        for s in SITES.iter().filter(|s| s.class.as_bytes() == this) {
+            if let Some(i) = self.method_ref(s.owner, s.name, s.desc)? {
+                out.push((s, i));
+            }
+        }
+        Ok(out)
+    }
+
     /// Offsets (into `bytes`) of the `class_index` fields of Methodrefs naming a target.
     fn target_refs(&self) -> Result<Vec<usize>, ParseError> {
         let mut out = Vec::new();
@@ -223,6 +308,9 @@ pub fn target_calls(class: &[u8]) -> Result<Calls, ParseError> {
         return Err(ParseError::BadMagic);
     }
     let pool = Pool::parse(class, 10, u16_at(class, 8)?)?;
+    if !pool.sites()?.is_empty() {
+        return Ok(Calls::Anywhere);
+    }
     let refs = pool.target_refs()?;
     let targets: Vec<u16> = (1..pool.entries.len() as u16)
         .filter(|&i| refs.contains(&(pool.entries[i as usize].off + 1)))
@@ -301,7 +389,104 @@ pub fn targets_only_in_clinit(class: &[u8]) -> Result<bool, ParseError> {
 /// bytes) references a target method; used to pick loaded classes to retransform.
 pub fn pool_references_targets(count: u16, pool: &[u8]) -> Result<bool, ParseError> {
     let p = Pool::parse(pool, 0, count)?;
-    Ok(!p.target_refs()?.is_empty())
+    if !p.target_refs()?.is_empty() {
+        return Ok(true);
+    }
+    // The pool alone does not name its class: any pool naming a site's call may be one.
+    for s in SITES {
+        if p.method_ref(s.owner, s.name, s.desc)?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The length of the instruction at `pc` of `code` (JVMS 6.5).
+fn insn_len(code: &[u8], pc: usize) -> Result<usize, ParseError> {
+    let op = *code.get(pc).ok_or(ParseError::Truncated(pc))?;
+    Ok(match op {
+        0x10 | 0x12 | 0x15..=0x19 | 0x36..=0x3a | 0xa9 | 0xbc => 2,
+        0x11
+        | 0x13
+        | 0x14
+        | 0x84
+        | 0x99..=0xa8
+        | 0xb2..=0xb8
+        | 0xbb
+        | 0xbd
+        | 0xc0
+        | 0xc1
+        | 0xc6
+        | 0xc7 => 3,
+        0xc5 => 4,
+        0xb9 | 0xba | 0xc8 | 0xc9 => 5,
+        0xc4 => {
+            if *code.get(pc + 1).ok_or(ParseError::Truncated(pc))? == 0x84 {
+                6
+            } else {
+                4
+            }
+        }
+        0xaa | 0xab => {
+            let base = pc + 1 + (4 - (pc + 1) % 4) % 4;
+            let n = if op == 0xaa {
+                let low = u32_at(code, base + 4)? as i32 as i64;
+                let high = u32_at(code, base + 8)? as i32 as i64;
+                if high < low {
+                    return Err(ParseError::Truncated(pc));
+                }
+                12 + 4 * (high - low + 1) as usize
+            } else {
+                8 + 8 * u32_at(code, base + 4)? as usize
+            };
+            base + n - pc
+        }
+        0x00..=0x0f
+        | 0x1a..=0x35
+        | 0x3b..=0x83
+        | 0x85..=0x98
+        | 0xac..=0xb1
+        | 0xbe
+        | 0xbf
+        | 0xc2
+        | 0xc3 => 1,
+        _ => return Err(ParseError::Truncated(pc)),
+    })
+}
+
+/// Offsets (into `class`) of the `invokevirtual #index` instructions of every method's code.
+fn virtual_calls(class: &[u8], pool: &Pool, index: u16) -> Result<Vec<usize>, ParseError> {
+    let mut out = Vec::new();
+    let mut p = pool.end + 6;
+    p += 2 + 2 * u16_at(class, p)? as usize;
+    for part in 0..2 {
+        let count = u16_at(class, p)?;
+        p += 2;
+        for _ in 0..count {
+            let attributes = u16_at(class, p + 6)?;
+            p += 8;
+            for _ in 0..attributes {
+                let len = u32_at(class, p + 2)? as usize;
+                if part == 1 && pool.utf8(u16_at(class, p)?)? == b"Code" {
+                    let start = p + 6 + 8;
+                    let code_len = u32_at(class, p + 6 + 4)? as usize;
+                    let code = class
+                        .get(start..start + code_len)
+                        .ok_or(ParseError::Truncated(p))?;
+                    let mut pc = 0;
+                    while pc < code.len() {
+                        if code[pc] == 0xb6 && u16_at(code, pc + 1)? == index {
+                            out.push(start + pc);
+                        }
+                        pc += insn_len(code, pc)?;
+                    }
+                }
+                p += 6 + len;
+            }
+        }
+    }
+    u16_at(class, p)?;
+    Ok(out)
 }
 
 /// Rewrites a class file so that calls of the target methods go to `hook_class` (an
@@ -317,10 +502,18 @@ pub fn rewrite(class: &[u8], hook_class: &str) -> Result<Option<Vec<u8>>, ParseE
     let count = u16_at(class, 8)?;
     let pool = Pool::parse(class, 10, count)?;
     let refs = pool.target_refs()?;
-    if refs.is_empty() {
+    let sites = pool.sites()?;
+    // (offset of an invokevirtual, the index of its hook's Methodref)
+    let mut calls = Vec::new();
+    for (i, (_, index)) in sites.iter().enumerate() {
+        for at in virtual_calls(class, &pool, *index)? {
+            calls.push((at, count + 2 + 4 * i as u16 + 3));
+        }
+    }
+    if refs.is_empty() && calls.is_empty() {
         return Ok(None);
     }
-    let Some(new_count) = count.checked_add(2) else {
+    let Some(new_count) = count.checked_add(2 + 4 * sites.len() as u16) else {
         return Ok(None);
     };
     let utf8_index = count;
@@ -332,12 +525,31 @@ pub fn rewrite(class: &[u8], hook_class: &str) -> Result<Option<Vec<u8>>, ParseE
     for at in refs {
         out[at..at + 2].copy_from_slice(&class_index.to_be_bytes());
     }
-    out.push(UTF8);
-    out.extend_from_slice(&(name.len() as u16).to_be_bytes());
-    out.extend_from_slice(name);
+    let utf8 = |out: &mut Vec<u8>, s: &str| {
+        out.push(UTF8);
+        out.extend_from_slice(&(s.len() as u16).to_be_bytes());
+        out.extend_from_slice(s.as_bytes());
+    };
+    utf8(&mut out, hook_class);
     out.push(CLASS);
     out.extend_from_slice(&utf8_index.to_be_bytes());
+    for (i, (site, _)) in sites.iter().enumerate() {
+        let base = count + 2 + 4 * i as u16;
+        utf8(&mut out, site.hook);
+        utf8(&mut out, site.hook_desc);
+        out.push(NAME_AND_TYPE);
+        out.extend_from_slice(&base.to_be_bytes());
+        out.extend_from_slice(&(base + 1).to_be_bytes());
+        out.push(METHODREF);
+        out.extend_from_slice(&class_index.to_be_bytes());
+        out.extend_from_slice(&(base + 2).to_be_bytes());
+    }
+    let shift = out.len() - pool.end;
     out.extend_from_slice(&class[pool.end..]);
+    for (at, index) in calls {
+        out[at + shift] = INVOKESTATIC;
+        out[at + shift + 1..at + shift + 3].copy_from_slice(&index.to_be_bytes());
+    }
     Ok(Some(out))
 }
 

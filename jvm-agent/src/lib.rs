@@ -35,6 +35,7 @@ mod jvmti;
 mod net;
 mod nio;
 mod output;
+mod seeds;
 
 use jni::objects::{GlobalRef, JClass, JLongArray, JObject, JString};
 use jni::sys::{jclass, jint, jlong, jlongArray, jobject, JNIEnv as RawJniEnv, JavaVM};
@@ -55,12 +56,14 @@ const HOOK_CLASS: &str = "java/lang/ReplayHooks";
 static HOOK_BYTES: &[u8] = include_bytes!(env!("REPLAY_HOOKS_CLASS"));
 /// Events per Java-side batch: one native crossing per this many clock reads.
 const BATCH: jint = 1024;
-/// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST).
-const KINDS: [&str; 3] = [
+/// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST, K_SLEEP).
+const KINDS: [&str; 4] = [
     "java.lang.System.nanoTime",
     "java.lang.System.currentTimeMillis",
     "jdk.internal.misc.VM.getNanoTimeAdjustment",
+    "java.lang.Thread.sleep",
 ];
+/// Kinds from here on are one event per call with the call's argument as input digest.
 const K_ADJUST: usize = 2;
 const JNI_ERR: jint = -1;
 /// Local references reserved for the VMInit scan of loaded classes.
@@ -69,7 +72,7 @@ const LOADED_CLASSES_FRAME: i32 = 8192;
 struct Agent {
     jvmti: Jvmti,
     core: Core,
-    kinds: [u32; 3],
+    kinds: [u32; KINDS.len()],
     /// Kinds of the FileInputStream calls, indexed like `fileio::KINDS`.
     files: [u32; fileio::KINDS.len()],
     /// The hook class, once defined at VMStart. Until then no class is rewritten.
@@ -459,6 +462,7 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
             Err(e) => eprintln!("replay: warning: already-loaded classes are not hooked: {e}"),
             Ok(Ok(())) => {}
         }
+        preinit(&mut env, hooks, true);
         let (mode, seq) = match &a.core.session {
             Session::Record(r) => {
                 // The threads' clock buffers reach the log with every round that writes
@@ -493,6 +497,9 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
         }
         // Natives bound before their names were known (File metadata) get their wrappers.
         fileio::bind_early(&mut env);
+        // JDK classes whose initializers would take events are initialized now, by the main
+        // thread (see ReplayHooks.preinit).
+        preinit(&mut env, hooks, false);
         // From now on FileInputStream calls may be events.
         match env.get_static_method_id(cls, "fileEvent", "()Z") {
             Ok(id) => {
@@ -506,6 +513,21 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
             }
         }
     })
+}
+
+/// `ReplayHooks.preinit(live)`: initializes JDK classes whose initializers would take events
+/// (`live`: before the hooks are on, the ones whose values need no event).
+fn preinit(env: &mut JNIEnv, hooks: &GlobalRef, live: bool) {
+    let cls: &JClass = hooks.as_obj().into();
+    let r = env.call_static_method(
+        cls,
+        "preinit",
+        "(Z)V",
+        &[jni::objects::JValue::Bool(live.into())],
+    );
+    if clear_exception(env) || r.is_err() {
+        eprintln!("replay: warning: cannot initialize the JDK's clock and random classes early");
+    }
 }
 
 /// Retransforms the classes loaded before the hook class existed whose constant pools name a
@@ -1049,7 +1071,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_record0<'l>(
         let Some(a) = agent() else { return };
         let k = kind as usize;
         if k < KINDS.len() {
-            let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
+            let digest = (k >= K_ADJUST).then(|| adjust_digest(arg));
             record_direct(a, a.kinds[k], 0, digest, PayloadRef::Int(value));
         }
     })
@@ -1073,7 +1095,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_replay0<'l>(
         let Some(_inside) = HookGuard::enter() else {
             return live;
         };
-        let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
+        let digest = (k >= K_ADJUST).then(|| adjust_digest(arg));
         let env = RefCell::new(env);
         let stack = || java_stack(a, &mut env.borrow_mut());
         match apply(a.core.replay(a.kinds[k], 0, digest, &stack)) {
@@ -1126,7 +1148,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_run0<'l>(
         let Some(_inside) = HookGuard::enter() else {
             return live;
         };
-        let digest = (k == K_ADJUST).then(|| adjust_digest(arg));
+        let digest = (k >= K_ADJUST).then(|| adjust_digest(arg));
         if let Some((pos, e)) = pending_event(&mut env, &b) {
             if e.kind == a.kinds[k] && digest.is_none() {
                 // A time the Java buffer could not hold (not an Int): served from here.

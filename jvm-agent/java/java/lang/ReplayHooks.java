@@ -30,6 +30,7 @@ public final class ReplayHooks {
     private static final int K_NANO = 0;
     private static final int K_MILLIS = 1;
     private static final int K_ADJUST = 2;
+    private static final int K_SLEEP = 3;
 
     /** 0: pass through; 1: record; 2: replay. Volatile: init publishes the fields below. */
     private static volatile int mode;
@@ -52,6 +53,8 @@ public final class ReplayHooks {
      */
     private static long[] skip;
     private static int capacity;
+    /** JDK 21+: Thread's sleeps all go through its private sleepNanos, which is the hook. */
+    private static boolean sleepNanosHooked;
 
     private ReplayHooks() {}
 
@@ -124,6 +127,103 @@ public final class ReplayHooks {
     }
 
     private static native byte[] entropy0();
+
+    /**
+     * Where java.util.Random's calls of its private seedUniquifier() go (src/seeds.rs): the
+     * original runs (native, through JNI), and its value is recorded as an event of this
+     * thread or, in replay, this thread's recorded value is returned. The order in which
+     * threads reach the shared atomic races.
+     */
+    public static long seedUniquifier() {
+        return seed(0, uniquifier0());
+    }
+
+    /** ThreadLocalRandom's seeder.getAndAdd(d) (localInit, nextSecondarySeed). */
+    public static long seedThreadLocalRandom(java.util.concurrent.atomic.AtomicLong a, long d) {
+        return seed(1, a.getAndAdd(d));
+    }
+
+    /** SplittableRandom()'s defaultGen.getAndAdd(d). */
+    public static long seedSplittableRandom(java.util.concurrent.atomic.AtomicLong a, long d) {
+        return seed(2, a.getAndAdd(d));
+    }
+
+    private static long seed(int which, long v) {
+        int m = mode;
+        if (m == 0) {
+            return v;
+        }
+        long[] b = buffer();
+        if (b == null) {
+            return v;
+        }
+        // Record: native hands over this thread's buffered clock events (they took earlier
+        // numbers) before it records the seed. Replay serves seeds out of the threads' turns, so clock values fetched for this
+        // thread and not used yet stay pending for its next clock calls.
+        return seed0(which, v);
+    }
+
+    /**
+     * Where Thread.sleep(long) calls go (JDK 17: the native itself; JDK 21+: the public method,
+     * whose sleepNanos call is the hook below). Record: the sleep runs and its end is an event
+     * of this thread (value 0, or 1 if it was interrupted; the duration is the input digest),
+     * taken when the sleep ends, so its place among other threads' events is when it woke.
+     * Replay does not sleep: the call returns at that event's turn, once every event recorded
+     * before it is replayed. A sleep recorded as interrupted sleeps live (the interrupt comes
+     * from the replayed program), and throws when the interrupt comes.
+     */
+    public static void sleep(long millis) throws InterruptedException {
+        if (sleepNanosHooked) {
+            Thread.sleep(millis);
+            return;
+        }
+        timed(millis, false);
+    }
+
+    /** JDK 21+: Thread.sleepNanos(long), which every sleep of a Thread calls. */
+    public static void sleepNanos(long nanos) throws InterruptedException {
+        timed(nanos, true);
+    }
+
+    private static void timed(long t, boolean nanos) throws InterruptedException {
+        int m = mode;
+        long[] b = m == 0 ? null : buffer();
+        if (b == null) {
+            sleepLive(t, nanos);
+            return;
+        }
+        if (m == 1) {
+            long outcome = 1;
+            try {
+                sleepLive(t, nanos);
+                outcome = 0;
+            } finally {
+                // Native hands over this thread's buffered clock events first.
+                record0(K_SLEEP, outcome, t);
+            }
+            return;
+        }
+        // -1: replay runs live (gone live, or the agent stopped).
+        long r = b.length > 1 ? run0(K_SLEEP, -1L, t, b) : replay0(K_SLEEP, -1L, t);
+        if (r != 0) {
+            sleepLive(t, nanos);
+        }
+    }
+
+    private static void sleepLive(long t, boolean nanos) throws InterruptedException {
+        if (nanos) {
+            sleepNanos0(t);
+        } else {
+            Thread.sleep(t);
+        }
+    }
+
+    /** JDK 21+: the original Thread.sleepNanos (private: called through JNI). */
+    private static native void sleepNanos0(long nanos) throws InterruptedException;
+
+    private static native long uniquifier0();
+
+    private static native long seed0(int which, long live);
 
     private static long event(int m, int kind, long v) {
         long[] b = buffer();
@@ -256,7 +356,42 @@ public final class ReplayHooks {
         capacity = cap;
         limit = 1 + 2 * (long) cap;
         seqAddr = addr;
+        try {
+            Thread.class.getDeclaredMethod("sleepNanos", long.class);
+            sleepNanosHooked = true;
+        } catch (NoSuchMethodException e) {
+            sleepNanosHooked = false;
+        }
         mode = m;
+    }
+
+    /**
+     * JDK classes whose static initializer would take events, initialized by the agent at
+     * VMInit on the main thread before the program runs. A class initializer runs once, on
+     * whichever thread first uses the class: left to the program, its events would belong to
+     * another thread in replay whenever threads race to the class (six threads starting on
+     * ThreadLocalRandom together), and a thread waiting for its turn inside the initializer
+     * blocks every other thread that needs the class (an Instant.now first called by pool
+     * threads stalled replay).
+     *
+     * live (called before init, hooks off): ThreadLocalRandom and SplittableRandom, whose
+     * initializers only make the base of seeders whose every value a thread takes is an event
+     * of its own (seedThreadLocalRandom, seedSplittableRandom): their clock reads and seed need
+     * not be events. Otherwise (hooks on): java.time.Clock, whose clock read is the offset of
+     * every Instant.now (getNanoTimeAdjustment's input): one event of main, at the same place
+     * in every run.
+     */
+    private static void preinit(boolean live) {
+        String[] names = live
+            ? new String[] {"java.util.concurrent.ThreadLocalRandom", "java.util.SplittableRandom"}
+            : new String[] {"java.time.Clock"};
+        for (String n : names) {
+            try {
+                Class.forName(n, true, null);
+            } catch (Throwable t) {
+                // Not in this JDK: nothing to do.
+            }
+        }
     }
 
     /** Called by the agent when it stops (VMDeath) or disables itself: calls run live. */

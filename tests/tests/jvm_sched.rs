@@ -1,0 +1,150 @@
+//! What threads take from shared JDK state in an order that races, and timed sleeps (issue 23),
+//! on real processes of every JDK present: seeds of `new Random()`, `ThreadLocalRandom` and
+//! `SplittableRandom()` taken by threads at the same moment come back per thread; sleeps
+//! complete at their recorded turn without waiting; threads racing to a class initializer
+//! that reads the clock replay or report, and never hang.
+//!
+//! Needs `cargo build --release -p replay-jvm` first.
+
+use replay_tests::jvm::{java, jdks, log_kinds, name, ok, Jdk};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn record(jdk: &Jdk, dir: &Path, main: &str, args: &[&str]) -> (std::path::PathBuf, String) {
+    let log = dir.join(format!("{main}-{}.replay", args.join("-")));
+    let o = java(
+        jdk,
+        dir,
+        &[],
+        Some(&format!("record,log={}", log.display())),
+        main,
+        args,
+    );
+    let out = ok(&o, &format!("{}: record {main} {args:?}", name(jdk)));
+    assert!(o.stderr.trim().is_empty(), "{}: {}", name(jdk), o.stderr);
+    (log, out)
+}
+
+fn replay(
+    jdk: &Jdk,
+    dir: &Path,
+    log: &Path,
+    opts: &str,
+    main: &str,
+    args: &[&str],
+) -> replay_tests::Finished {
+    java(
+        jdk,
+        dir,
+        &[],
+        Some(&format!("replay,log={}{opts}", log.display())),
+        main,
+        args,
+    )
+}
+
+#[test]
+fn seeds_threads_take_from_shared_generators_come_back_per_thread() {
+    for jdk in jdks() {
+        let n = name(jdk);
+        let d = tempfile::tempdir().unwrap();
+        for (what, threads, kind) in [
+            ("random", "4", "seed.java.util.Random"),
+            ("tlr", "6", "seed.java.util.concurrent.ThreadLocalRandom"),
+            ("split", "4", "seed.java.util.SplittableRandom"),
+        ] {
+            let args = [what, threads];
+            let (log, recorded) = record(jdk, d.path(), "Seeds", &args);
+            let kinds = log_kinds(&log);
+            assert!(
+                kinds.get(kind).copied().unwrap_or(0) >= threads.parse::<u64>().unwrap(),
+                "{n} {what}: {kinds:?}"
+            );
+            for _ in 0..2 {
+                let o = replay(jdk, d.path(), &log, "", "Seeds", &args);
+                assert_eq!(
+                    ok(&o, &format!("{n}: replay {what}")),
+                    recorded,
+                    "{n} {what}"
+                );
+                assert!(o.stderr.trim().is_empty(), "{n} {what}: {}", o.stderr);
+            }
+            // The values are the recording's, not ones any run would get.
+            let live = java(jdk, d.path(), &[], None, "Seeds", &args);
+            assert_ne!(ok(&live, "live"), recorded, "{n} {what}");
+        }
+    }
+}
+
+/// `Sleeper N MS` sleeps N times MS on main (and MS more), N times MS/2 on another thread
+/// (both print clock-derived values), and interrupts a 10-minute sleep.
+#[test]
+fn sleeps_complete_at_their_recorded_turn_without_waiting() {
+    let (n_sleeps, ms) = (8, 1000u64);
+    for jdk in jdks() {
+        let n = name(jdk);
+        let d = tempfile::tempdir().unwrap();
+        let args = [&n_sleeps.to_string()[..], &ms.to_string()[..]];
+        let started = Instant::now();
+        let (log, recorded) = record(jdk, d.path(), "Sleeper", &args);
+        let recording = started.elapsed();
+        // main slept n_sleeps * ms and then ms more; the other thread slept in parallel.
+        assert!(
+            recording >= Duration::from_millis(ms * (n_sleeps + 1)),
+            "{n}: {recording:?}"
+        );
+        let kinds = log_kinds(&log);
+        // main's 9 sleeps, the other thread's 8, and the interrupted one.
+        assert_eq!(
+            kinds.get("java.lang.Thread.sleep"),
+            Some(&(2 * n_sleeps + 2)),
+            "{n}: {kinds:?}"
+        );
+        assert!(recorded.contains("interrupted at"), "{n}: {recorded}");
+        let started = Instant::now();
+        let o = replay(jdk, d.path(), &log, "", "Sleeper", &args);
+        let replaying = started.elapsed();
+        assert_eq!(ok(&o, &format!("{n}: replay")), recorded, "{n}");
+        assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
+        // 9 s of sleeping on main: a replay that slept would take that long.
+        assert!(
+            replaying < Duration::from_secs(5),
+            "{n}: replay took {replaying:?}"
+        );
+    }
+}
+
+/// Pool threads whose first clock read is `Instant.now` (JDK 17 and 25 read the clock in
+/// `java.time.Clock`'s initializer), and threads racing to a class of the program whose
+/// initializer reads the clock: replay reproduces the run or reports a divergence naming
+/// the threads; it never hangs and never exits 0 with other output. The JDK's own clock
+/// class no longer stalls replay (it is initialized by main before the program runs).
+#[test]
+fn class_initializer_races_replay_or_report_never_hang() {
+    for jdk in jdks() {
+        let n = name(jdk);
+        let d = tempfile::tempdir().unwrap();
+        for main in ["PoolClock", "ClinitRace"] {
+            for _ in 0..3 {
+                let (log, recorded) = record(jdk, d.path(), main, &[]);
+                let o = replay(jdk, d.path(), &log, ",timeout=3s", main, &[]);
+                match o.code() {
+                    0 => {
+                        assert_eq!(o.stdout_text(), recorded, "{n} {main}");
+                    }
+                    86 => {
+                        assert!(o.stderr.contains("DIVERGENCE"), "{n} {main}: {}", o.stderr);
+                        if main == "PoolClock" {
+                            assert!(
+                                !o.stderr.contains("no progress"),
+                                "{n} {main}: {}",
+                                o.stderr
+                            );
+                        }
+                    }
+                    c => panic!("{n} {main}: exit {c}: {}", o.stderr),
+                }
+            }
+        }
+    }
+}
