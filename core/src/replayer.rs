@@ -121,6 +121,16 @@ impl Feed {
     }
 }
 
+impl Drop for Feed {
+    fn drop(&mut self) {
+        // A read-ahead thread waiting for room (chunks of this replay still alive elsewhere)
+        // goes on, finds the channel closed and ends.
+        if let Feed::Ahead(_, budget) = self {
+            budget.want(true);
+        }
+    }
+}
+
 struct Queue {
     batches: Mutex<VecDeque<Vec<Event>>>,
     /// Events handed to this thread's queue so far / consumed by it.
