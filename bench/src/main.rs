@@ -78,26 +78,25 @@ fn core_figures(path: &std::path::Path) {
     let append = median(rates);
     println!("core.append      {:>8.1} M events/s  {:>6.1} ns/event  (8-byte values, one thread, incl. flush+close)", append / 1e6, 1e9 / append);
 
-    // 2. Decode: streaming reader over the same kind of log.
+    // 2. Read: the ordered reader (`Ordered`, what `replay verify`, `dump` and `info` use),
+    // every event decoded and handed out in sequence order.
     let mut rates = Vec::new();
     for _ in 0..RUNS {
         let t = Instant::now();
-        let mut rd = LogReader::open(&path).expect("open");
-        let mut n = 0u64;
-        while let Some(b) = rd.next_batch().expect("read") {
-            for r in &b.runs {
-                n += r.events.len() as u64;
-            }
-        }
+        let n = Ordered::new(LogReader::open(&path).expect("open")).fold(0u64, |n, e| {
+            black_box(e.seq);
+            n + 1
+        });
         assert_eq!(n, N);
         rates.push(N as f64 / t.elapsed().as_secs_f64());
     }
     let decode = median(rates);
     println!(
-        "core.read        {:>8.1} M events/s  {:>6.1} ns/event  (LogReader, decode every event)",
+        "core.read        {:>8.1} M events/s  {:>6.1} ns/event  (Ordered, decode every event, one thread)",
         decode / 1e6,
         1e9 / decode
     );
+    verify_figure(&path, "one thread");
 
     // 3. Replay: Replayer::next with verification, strict and relaxed.
     for order in [Order::Strict, Order::Relaxed] {
@@ -127,7 +126,39 @@ fn core_figures(path: &std::path::Path) {
         );
     }
 
-    // 4. Size of a monotonic clock stream.
+    // 4. The same over a log of 4 threads recording at once: the ordered reader's k-way merge.
+    let threads = 4u64;
+    let r = recorder(&path);
+    let k = r.intern("bench.value");
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                for i in 0..N / threads {
+                    r.record(k, 0, None, PayloadRef::Uint(i.wrapping_mul(0x9e37_79b9)));
+                }
+            });
+        }
+    });
+    r.finish().expect("finish");
+    let mut rates = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let n = Ordered::new(LogReader::open(&path).expect("open")).fold(0u64, |n, e| {
+            black_box(e.seq);
+            n + 1
+        });
+        assert_eq!(n, N);
+        rates.push(N as f64 / t.elapsed().as_secs_f64());
+    }
+    let rate = median(rates);
+    println!(
+        "core.read.4thr   {:>8.1} M events/s  {:>6.1} ns/event  (Ordered over 4 threads' interleaved runs)",
+        rate / 1e6,
+        1e9 / rate
+    );
+    verify_figure(&path, "4 threads");
+
+    // 5. Size of a monotonic clock stream.
     let r = recorder(&path);
     let k = r.intern("c.clock_gettime");
     let n = 5_000_000u64;
@@ -156,6 +187,38 @@ fn core_figures(path: &std::path::Path) {
         rec / bare,
         bare * 1e9 / n as f64,
         rec * 1e9 / n as f64
+    );
+}
+
+/// `replay verify LOG` (the CLI binary beside this one, as a whole process) on the log just
+/// written; skipped when the CLI is not built.
+fn verify_figure(path: &std::path::Path, what: &str) {
+    let Some(cli) = std::env::current_exe()
+        .ok()
+        .and_then(|e| Some(e.parent()?.join("replay")))
+        .filter(|c| c.is_file())
+    else {
+        println!(
+            "cli.verify       (skipped: build the CLI, `cargo build --release -p replay-cli`)"
+        );
+        return;
+    };
+    let mut rates = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let out = std::process::Command::new(&cli)
+            .arg("verify")
+            .arg(path)
+            .output()
+            .expect("run replay verify");
+        assert!(out.status.success(), "replay verify: {out:?}");
+        rates.push(N as f64 / t.elapsed().as_secs_f64());
+    }
+    let rate = median(rates);
+    println!(
+        "cli.verify       {:>8.1} M events/s  {:>6.1} ns/event  (`replay verify`, whole process, {what})",
+        rate / 1e6,
+        1e9 / rate
     );
 }
 

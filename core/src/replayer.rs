@@ -15,7 +15,7 @@ use crate::error::LogError;
 use crate::event::Event;
 use crate::format::{DecodedBatch, HeaderInfo};
 use crate::options::Order;
-use crate::reader::{End, LogReader};
+use crate::reader::{Budget, End, LogReader};
 use crate::report::{Actual, Divergence, DivergenceKind, ThreadState};
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
@@ -30,6 +30,10 @@ const NONE: u64 = u64::MAX;
 /// Decoded chunks the read-ahead thread may hold ready: enough to hide a chunk's decoding
 /// behind the replay of the one before, few enough that memory stays bounded for big logs.
 const READ_AHEAD: usize = 4;
+/// ... and bytes: the thread reads no further chunk while the chunks alive (read ahead, or
+/// still held by the replay) take this many, unless the replay waits for the next one. With
+/// the largest chunk a log may hold (`format::MAX_RAW`) this keeps a replay under 64 MiB.
+const READ_AHEAD_BYTES: usize = 16 << 20;
 
 /// How long the cursor must stand still before a waiting thread asks whether the event it
 /// waits for was lost to a cut log (checking costs a look at every thread's queue).
@@ -54,7 +58,7 @@ impl Msg {
 
 /// Where the next chunk comes from while there is more to read.
 enum Feed {
-    Ahead(Receiver<Msg>),
+    Ahead(Receiver<Msg>, Arc<Budget>),
     /// Read on the calling thread: only if the read-ahead thread could not be started.
     Inline(Box<LogReader>),
 }
@@ -63,11 +67,13 @@ impl Feed {
     /// Starts the read-ahead thread. It owns the reader and blocks only on sending to the
     /// bounded channel; it ends after the last message or when the receiver is dropped (with
     /// the replayer). It is detached, so it never holds the process open.
-    fn start(reader: LogReader) -> Feed {
+    /// `budget` counts the reader's chunks (set on it before its first chunk was read).
+    fn start(reader: LogReader, budget: Arc<Budget>) -> Feed {
         // The reader goes through a slot so that it can be taken back if the spawn fails.
         let slot = Arc::new(Mutex::new(Some(reader)));
         let (tx, rx) = sync_channel(READ_AHEAD);
         let theirs = slot.clone();
+        let room = budget.clone();
         let spawned = std::thread::Builder::new()
             .name("replay-reader".into())
             .spawn(move || {
@@ -76,6 +82,7 @@ impl Feed {
                 };
                 drop(theirs);
                 loop {
+                    room.wait_room(READ_AHEAD_BYTES);
                     let msg = Msg::read(&mut reader);
                     let last = !matches!(msg, Msg::Batch(_));
                     if tx.send(msg).is_err() || last {
@@ -84,12 +91,12 @@ impl Feed {
                 }
             });
         match spawned {
-            Ok(_) => Feed::Ahead(rx),
+            Ok(_) => Feed::Ahead(rx, budget),
             Err(_) => match slot.lock().ok().and_then(|mut s| s.take()) {
                 Some(reader) => Feed::Inline(Box::new(reader)),
                 // Not expected (a failed spawn drops the closure unrun); if the thread did take
                 // the reader, the channel carries what it reads, or its failure.
-                None => Feed::Ahead(rx),
+                None => Feed::Ahead(rx, budget),
             },
         }
     }
@@ -98,10 +105,28 @@ impl Feed {
     fn next(&mut self) -> Msg {
         match self {
             // A closed channel before the last message: the thread panicked.
-            Feed::Ahead(rx) => rx
-                .recv()
-                .unwrap_or_else(|_| Msg::Error("the log reader thread failed".into())),
+            Feed::Ahead(rx, budget) => {
+                let msg = rx.try_recv().or_else(|_| {
+                    // Nothing ready: the thread may be waiting for room, which this wait
+                    // for the next chunk overrides.
+                    budget.want(true);
+                    let m = rx.recv();
+                    budget.want(false);
+                    m
+                });
+                msg.unwrap_or_else(|_| Msg::Error("the log reader thread failed".into()))
+            }
             Feed::Inline(reader) => Msg::read(reader),
+        }
+    }
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        // A read-ahead thread waiting for room (chunks of this replay still alive elsewhere)
+        // goes on, finds the channel closed and ends.
+        if let Feed::Ahead(_, budget) = self {
+            budget.want(true);
         }
     }
 }
@@ -295,6 +320,8 @@ impl Replayer {
     /// to logical thread 0.
     pub fn open(cfg: ReplayConfig) -> Result<Replayer, LogError> {
         let mut reader = LogReader::open(&cfg.path)?;
+        let budget = Arc::new(Budget::default());
+        reader.set_budget(budget.clone());
         // The first chunk is read here so that a log unreadable from its start fails at
         // start-up; the rest is read ahead on the reader thread.
         let first = Msg::read(&mut reader);
@@ -341,7 +368,7 @@ impl Replayer {
         {
             let mut src = r.inner.source.lock().unwrap();
             if r.take(&mut src, first) {
-                src.reader = Some(Feed::start(reader));
+                src.reader = Some(Feed::start(reader, budget));
             }
             if let Some(e) = &src.error {
                 if src.total == 0 {
@@ -1716,7 +1743,7 @@ mod run_tests {
         });
         assert!(t.join().is_err());
         assert!(
-            matches!(Feed::Ahead(rx).next(), Msg::Error(e) if e == "the log reader thread failed")
+            matches!(Feed::Ahead(rx, Default::default()).next(), Msg::Error(e) if e == "the log reader thread failed")
         );
     }
 
