@@ -701,6 +701,21 @@ impl<R: Read> Ordered<R> {
             None => self.marks.back().map_or(t0, |m| m.1),
         }
     }
+
+    /// The marks around `seq`: the last one at or before it (`seq` was numbered after that
+    /// mark's time) and the first one after it (numbered before that time; `None` when the
+    /// log has no later mark). `None` before the first mark. Like [`Self::time_of`], call it
+    /// with increasing numbers; the two may not be mixed on one reader.
+    pub fn window_of(&mut self, seq: u64) -> Option<((u64, u64), Option<(u64, u64)>)> {
+        while self.marks.len() >= 2 && self.marks[1].0 <= seq {
+            self.marks.pop_front();
+        }
+        let lo = *self.marks.front()?;
+        if lo.0 > seq {
+            return None;
+        }
+        Some((lo, self.marks.iter().find(|m| m.0 > seq).copied()))
+    }
 }
 
 impl<R: Read> Iterator for Ordered<R> {
