@@ -172,12 +172,10 @@ enum Clock {
     Wall,
     /// Node `performance.now()`: ms since the process's time origin (monotonic).
     Perf,
-    /// A C `clock_gettime` call site: the clock id is not recorded, so each site is its own.
-    Site(u32),
 }
 
 /// A kind's clock and its value's resolution in ns, by kind name.
-fn clock_of(kind: &str, site: u32) -> Option<(Clock, i128)> {
+fn clock_of(kind: &str) -> Option<(Clock, i128)> {
     Some(match kind {
         "java.lang.System.nanoTime" | "node.process.hrtime" | "node.process.hrtime.bigint" => {
             (Clock::Mono, 1)
@@ -187,7 +185,8 @@ fn clock_of(kind: &str, site: u32) -> Option<(Clock, i128)> {
         }
         "c.gettimeofday" => (Clock::Wall, 1_000),
         "node.performance.now" => (Clock::Perf, 1_000),
-        "c.clock_gettime" => (Clock::Site(site), 1),
+        // The clock id is not recorded: told apart by the value below.
+        "c.clock_gettime" => (Clock::Mono, 1),
         _ => return None,
     })
 }
@@ -224,10 +223,10 @@ fn value_ns(kind: &str, p: &replay_core::Payload) -> Option<i128> {
     Some(v)
 }
 
-/// Kind ids are the log's string ids; names are looked up once per kind and site.
+/// Kind ids are the log's string ids; names are looked up once per kind.
 #[derive(Default)]
 struct Kinds {
-    by_id: HashMap<(u32, u32), Option<(Clock, i128)>>,
+    by_id: HashMap<u32, Option<(Clock, i128)>>,
 }
 
 impl Kinds {
@@ -237,13 +236,20 @@ impl Kinds {
         e: &replay_core::Event,
     ) -> Option<(Clock, i128, i128)> {
         let name = strings.name(e.kind);
-        let site = if name == "c.clock_gettime" { e.site } else { 0 };
-        let c = *self
-            .by_id
-            .entry((e.kind, site))
-            .or_insert_with(|| clock_of(name, site));
+        let c = *self.by_id.entry(e.kind).or_insert_with(|| clock_of(name));
         let (clock, res) = c?;
-        Some((clock, res, value_ns(name, &e.payload)?))
+        let v = value_ns(name, &e.payload)?;
+        // A C timespec past 2001 in ns is CLOCK_REALTIME; below, CLOCK_MONOTONIC (or a CPU
+        // clock, which the vote on offsets and the check against the marks leave out).
+        let clock = if clock == Clock::Mono
+            && name == "c.clock_gettime"
+            && v >= 1_000_000_000_000_000_000
+        {
+            Clock::Wall
+        } else {
+            clock
+        };
+        Some((clock, res, v))
     }
 }
 
