@@ -490,6 +490,9 @@ pub enum SeqProblem {
     Missing { seq: u64 },
 }
 
+/// A time mark: `(seq, mono_ns)`, by `mono_ns` after the start `seq` numbers were handed out.
+pub type Mark = (u64, u64);
+
 /// Events of a log in global sequence order, checked: every number once, none missing.
 ///
 /// The file is only nearly ordered across threads (see the schema): each thread's runs are
@@ -706,7 +709,7 @@ impl<R: Read> Ordered<R> {
     /// mark's time) and the first one after it (numbered before that time; `None` when the
     /// log has no later mark). `None` before the first mark. Like [`Self::time_of`], call it
     /// with increasing numbers; the two may not be mixed on one reader.
-    pub fn window_of(&mut self, seq: u64) -> Option<((u64, u64), Option<(u64, u64)>)> {
+    pub fn window_of(&mut self, seq: u64) -> Option<(Mark, Option<Mark>)> {
         while self.marks.len() >= 2 && self.marks[1].0 <= seq {
             self.marks.pop_front();
         }

@@ -253,6 +253,9 @@ impl Kinds {
     }
 }
 
+/// A window being gathered: its lower mark's seq, its bounds, min and max value, resolution.
+type Window = (u64, i128, Option<i128>, i128, i128, i128);
+
 /// Pass 1: per clock, the offset from its values to the marks' time. Each read at `seq`
 /// happened between the marks around `seq`, so its offset lies in `[v - t_hi, v + res -
 /// t_lo]`; reads of one clock in one mark window share one interval (their intersection).
@@ -262,22 +265,21 @@ fn estimate_offsets(reader: replay_core::LogReader) -> HashMap<Clock, i128> {
     let mut s = Ordered::new(reader);
     let mut kinds = Kinds::default();
     // Per clock: the window being gathered (its lower mark's seq, bounds, min and max value).
-    let mut open: HashMap<Clock, (u64, i128, Option<i128>, i128, i128, i128)> = HashMap::new();
+    let mut open: HashMap<Clock, Window> = HashMap::new();
     let mut spans: HashMap<Clock, Vec<(i128, i128)>> = HashMap::new();
-    let close =
-        |spans: &mut HashMap<Clock, Vec<(i128, i128)>>,
-         c: Clock,
-         (_, lo, hi, min, max, res): (u64, i128, Option<i128>, i128, i128, i128)| {
-            let v = spans.entry(c).or_default();
-            let hi_of = |x: i128| hi.map_or(i128::MIN / 4, |h| x - h);
-            if hi_of(max) <= min + res - lo + TOL {
-                v.push((hi_of(max), min + res - lo + TOL));
-            } else {
-                // The clock went back or jumped within one window: two separate votes.
-                v.push((hi_of(min), min + res - lo + TOL));
-                v.push((hi_of(max), max + res - lo + TOL));
-            }
-        };
+    let close = |spans: &mut HashMap<Clock, Vec<(i128, i128)>>,
+                 c: Clock,
+                 (_, lo, hi, min, max, res): Window| {
+        let v = spans.entry(c).or_default();
+        let hi_of = |x: i128| hi.map_or(i128::MIN / 4, |h| x - h);
+        if hi_of(max) <= min + res - lo + TOL {
+            v.push((hi_of(max), min + res - lo + TOL));
+        } else {
+            // The clock went back or jumped within one window: two separate votes.
+            v.push((hi_of(min), min + res - lo + TOL));
+            v.push((hi_of(max), max + res - lo + TOL));
+        }
+    };
     while let Some(e) = s.next() {
         let Some((clock, res, v)) = kinds.clock(s.reader.strings(), &e) else {
             continue;
