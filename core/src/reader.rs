@@ -581,6 +581,9 @@ pub enum SeqProblem {
     Missing { seq: u64 },
 }
 
+/// A time mark: `(seq, mono_ns)`, by `mono_ns` after the start `seq` numbers were handed out.
+pub type Mark = (u64, u64);
+
 /// Events of a log in global sequence order, checked: every number once, none missing.
 ///
 /// The file is only nearly ordered across threads (see the schema): each thread's runs are
@@ -791,6 +794,21 @@ impl<R: Read> Ordered<R> {
             // No mark after it (never true for a log the recorder wrote): the last mark.
             None => self.marks.back().map_or(t0, |m| m.1),
         }
+    }
+
+    /// The marks around `seq`: the last one at or before it (`seq` was numbered after that
+    /// mark's time) and the first one after it (numbered before that time; `None` when the
+    /// log has no later mark). `None` before the first mark. Like [`Self::time_of`], call it
+    /// with increasing numbers; the two may not be mixed on one reader.
+    pub fn window_of(&mut self, seq: u64) -> Option<(Mark, Option<Mark>)> {
+        while self.marks.len() >= 2 && self.marks[1].0 <= seq {
+            self.marks.pop_front();
+        }
+        let lo = *self.marks.front()?;
+        if lo.0 > seq {
+            return None;
+        }
+        Some((lo, self.marks.iter().find(|m| m.0 > seq).copied()))
     }
 }
 
