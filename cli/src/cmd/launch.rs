@@ -423,11 +423,23 @@ pub fn record_into(c: &Common, dest: Option<Dest>, announce: bool) -> Res<(u8, D
     Ok((code, dest))
 }
 
+/// Why a recording holds only the output: no process opened a log.
+const NONE_RECORDED: &str = "no process opened a log (a C program records once it calls \
+replay_init_from_env(); Java and Node ones do when this launcher starts them)";
+
 /// The line after a recording: events, size, where.
 fn summary(dest: &Dest) {
     match dest {
         Dest::Dir(d) => {
             let r = recordings::Recording::read(d);
+            if r.processes.is_empty() {
+                eprintln!(
+                    "replay: recorded only the program's output ({}) in {}: {NONE_RECORDED}",
+                    recordings::human_size(r.size()),
+                    d.display()
+                );
+                return;
+            }
             let cut = if r.complete() { "" } else { ", cut" };
             eprintln!(
                 "replay: recorded {} events from {} process{} ({}{cut}) in {}",
@@ -439,9 +451,18 @@ fn summary(dest: &Dest) {
             );
         }
         Dest::File(f) => {
-            let logs: Vec<PathBuf> = tree::Tree::of(Path::new(f))
-                .logs()
-                .unwrap_or_default()
+            let process_logs = tree::Tree::of(Path::new(f)).logs().unwrap_or_default();
+            if !process_logs.iter().any(|x| x.1.is_file()) {
+                let out = stdio_path(Path::new(f));
+                let size = std::fs::metadata(&out).map_or(0, |m| m.len());
+                eprintln!(
+                    "replay: recorded only the program's output ({}) in {}: {NONE_RECORDED}",
+                    recordings::human_size(size),
+                    out.display()
+                );
+                return;
+            }
+            let logs: Vec<PathBuf> = process_logs
                 .into_iter()
                 .map(|x| x.1)
                 .chain([stdio_path(Path::new(f))])

@@ -339,6 +339,9 @@ struct Anchor {
     pos: u128,
     t: u64,
     clock: bool,
+    /// A read of a clock coarser than [`TOL`] (milliseconds): its time is only known to
+    /// within its resolution, so a finer read after it may pull it back.
+    coarse: bool,
 }
 
 /// Pass 2's second reader, running ahead of the one that writes: it yields the anchors in
@@ -354,6 +357,8 @@ struct Ahead {
     /// The last mark seen after the last event (given at the end).
     tail: Option<(u64, u64)>,
     last_t: u64,
+    /// The latest time of a mark or a fine clock read: what a fine read must not precede.
+    last_fine_t: u64,
     done: bool,
     /// Clock reads used as anchors and left out, per kind name.
     used: BTreeMap<String, u64>,
@@ -370,6 +375,7 @@ impl Ahead {
             last_mark: None,
             tail: None,
             last_t: 0,
+            last_fine_t: 0,
             done: false,
             used: BTreeMap::new(),
             dropped: 0,
@@ -377,6 +383,24 @@ impl Ahead {
     }
 
     fn push(&mut self, a: Anchor) {
+        if !a.coarse {
+            // A millisecond clock's reads are placed at the middle of their millisecond, so
+            // one of them can lie up to half a millisecond past a nanosecond read that came
+            // after it: the finer read wins. The front anchor stays (the writer may have
+            // interpolated from it already); the queue stays in time order.
+            for q in self.queue.iter_mut().skip(1) {
+                if q.coarse && q.t > a.t {
+                    q.t = a.t;
+                }
+            }
+            let mut prev = 0;
+            for q in self.queue.iter_mut() {
+                q.t = q.t.max(prev);
+                prev = q.t;
+            }
+            self.last_t = prev;
+            self.last_fine_t = self.last_fine_t.max(a.t);
+        }
         self.last_t = self.last_t.max(a.t);
         self.queue.push_back(Anchor {
             t: self.last_t,
@@ -394,6 +418,7 @@ impl Ahead {
             pos,
             t,
             clock: false,
+            coarse: false,
         });
     }
 
@@ -420,9 +445,17 @@ impl Ahead {
             };
             let t = v + res / 2 - off;
             let (lo, hi) = (i128::from(lo), hi.map(|m| i128::from(m.1)));
-            let ok = t >= lo - TOL
-                && hi.is_none_or(|h| t <= h + TOL)
-                && t >= i128::from(self.last_t) - TOL;
+            let coarse = res > TOL;
+            // A coarse read may lie half its resolution either side of its true time.
+            let slack = if coarse { TOL + res / 2 } else { TOL };
+            let after = if coarse {
+                self.last_t
+            } else {
+                self.last_fine_t
+            };
+            let ok = t >= lo - slack
+                && hi.is_none_or(|h| t <= h + slack)
+                && t >= i128::from(after) - slack;
             if !ok {
                 self.dropped += 1;
                 continue;
@@ -436,6 +469,7 @@ impl Ahead {
                 pos: u128::from(e.seq) * 2,
                 t: u64::try_from(t).unwrap_or(u64::MAX),
                 clock: true,
+                coarse,
             });
         }
     }
