@@ -856,11 +856,8 @@ impl Replayer {
             }
             let _ = SERVED.try_with(|s| *s.borrow_mut().entry((gen, kind)).or_default() += 1);
             if self.inner.strict {
-                self.inner.cursor.fetch_max(ev.seq + 1, Ordering::AcqRel);
-                if self.inner.parked.load(Ordering::Acquire) > 0 {
-                    let _g = self.inner.park.lock().unwrap();
-                    self.inner.wake.notify_all();
-                }
+                let c = self.inner.cursor.fetch_max(ev.seq + 1, Ordering::SeqCst);
+                self.cursor_moved(c.max(ev.seq + 1));
             }
             if ev.digest.is_none() || digest.is_none() || ev.digest == digest {
                 Ok(ev)
@@ -941,11 +938,8 @@ impl Replayer {
             let _ = SERVED.try_with(|s| *s.borrow_mut().entry((gen, kind)).or_default() += n);
             if self.inner.strict {
                 let last = out.last().map_or(0, |e| e.seq);
-                self.inner.cursor.fetch_max(last + 1, Ordering::AcqRel);
-                if self.inner.parked.load(Ordering::Acquire) > 0 {
-                    let _g = self.inner.park.lock().unwrap();
-                    self.inner.wake.notify_all();
-                }
+                let c = self.inner.cursor.fetch_max(last + 1, Ordering::SeqCst);
+                self.cursor_moved(c.max(last + 1));
             }
         });
         Ok(())
@@ -1117,7 +1111,7 @@ impl Replayer {
         let mut moved = false;
         {
             let mut u = self.inner.unordered.lock().unwrap();
-            loop {
+            'again: loop {
                 let c = self.inner.cursor.load(Ordering::Acquire);
                 while u.ahead.peek().is_some_and(|r| r.0 < c) {
                     u.ahead.pop();
@@ -1137,11 +1131,21 @@ impl Replayer {
                             moved = true;
                         }
                     }
-                    _ => break,
+                    _ => {}
                 }
+                let first = u.ahead.peek().map_or(NONE, |r| r.0);
+                // A thread moving the cursor stores it, then loads `next_unordered`
+                // (`cursor_moved`); this stores `next_unordered`, then loads the cursor. Unless
+                // all four are SeqCst each side may see the other's old value (a store-load
+                // reordering x86 makes too) and nobody moves the cursor past `first`: replay
+                // stalled with "event #N was never replayed" (threads seeding `new Random()`).
+                self.inner.next_unordered.store(first, Ordering::SeqCst);
+                let c = self.inner.cursor.load(Ordering::SeqCst);
+                if c == first && !u.unstarted_gated.contains(&first) {
+                    continue 'again;
+                }
+                break;
             }
-            let first = u.ahead.peek().map_or(NONE, |r| r.0);
-            self.inner.next_unordered.store(first, Ordering::Release);
         }
         if moved && self.inner.parked.load(Ordering::Acquire) > 0 {
             let _g = self.inner.park.lock().unwrap();
@@ -1298,14 +1302,21 @@ impl Replayer {
                 .store(q.consumed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         }
         if self.inner.strict {
-            self.inner.cursor.store(seq + 1, Ordering::Release);
-            if self.inner.parked.load(Ordering::Acquire) > 0 {
-                let _g = self.inner.park.lock().unwrap();
-                self.inner.wake.notify_all();
-            }
-            if self.inner.next_unordered.load(Ordering::Acquire) == seq + 1 {
-                self.pass_unordered();
-            }
+            // A swap, not a plain store: SeqCst (see `pass_unordered`).
+            self.inner.cursor.swap(seq + 1, Ordering::SeqCst);
+            self.cursor_moved(seq + 1);
+        }
+    }
+
+    /// Strict order, after this thread moved the cursor to `c`: wakes parked threads, and
+    /// moves past unordered events standing there.
+    fn cursor_moved(&self, c: u64) {
+        if self.inner.parked.load(Ordering::Acquire) > 0 {
+            let _g = self.inner.park.lock().unwrap();
+            self.inner.wake.notify_all();
+        }
+        if self.inner.next_unordered.load(Ordering::SeqCst) <= c {
+            self.pass_unordered();
         }
     }
 
