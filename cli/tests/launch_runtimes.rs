@@ -235,6 +235,88 @@ fn node_parent_and_child_replay_from_their_own_logs() {
     assert!(String::from_utf8_lossy(&live.stdout).contains("child read two "));
 }
 
+/// A parent that forks a child with its output piped and never shown, and ignores how the
+/// child ended: the child prints its pid, an input no hook covers, so its replay diverges.
+const NODE_HIDDEN_CHILD: &str = r#"
+const { fork } = require('child_process');
+if (process.argv[2]) console.log('child', process.pid);
+else fork(__filename, ['c'], { silent: true }).on('exit', () => console.log('parent done'));
+"#;
+
+/// The same in Java: the child's output goes to files, its exit status is not looked at.
+const JAVA_HIDDEN_CHILD: &str = r#"
+import java.io.File;
+public class Hidden {
+    public static void main(String[] a) throws Exception {
+        if (a.length > 0) {
+            System.out.println("child " + ProcessHandle.current().pid());
+            return;
+        }
+        String java = System.getProperty("java.home") + "/bin/java";
+        new ProcessBuilder(java, "-cp", ".", "Hidden", "c")
+            .redirectOutput(new File("child.out")).redirectError(new File("child.err"))
+            .start().waitFor();
+        System.out.println("parent done");
+    }
+}
+"#;
+
+/// Records `cmd`, replays it: the parent replays to its end with the recorded output, but a
+/// process inside diverged, so the launcher says which and exits 86.
+fn hidden_child_diverges(dir: &Path, cmd: &[&str]) {
+    let rec = dir.join("rec");
+    let mut args = vec!["record", "-o", p(&rec), "--"];
+    args.extend(cmd);
+    let r = run(dir, &args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "parent done\n");
+    let mut args = vec!["replay", p(&rec), "--"];
+    args.extend(cmd);
+    let again = run(dir, &args);
+    assert_eq!(again.stdout, r.stdout, "{}", again.stderr);
+    assert_eq!(again.code, 86, "{}", again.stderr);
+    let said: Vec<&str> = again
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("replay: recorded process 1.1 ("))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", again.stderr);
+    assert!(
+        said[0]
+            .contains("diverged in this replay: replay: DIVERGENCE: the program's stdout differs"),
+        "{}",
+        said[0]
+    );
+    assert!(
+        again.stderr.contains("the replay is not faithful"),
+        "{}",
+        again.stderr
+    );
+}
+
+#[test]
+fn a_node_child_that_diverged_unseen_makes_the_replay_fail() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "hidden.js", NODE_HIDDEN_CHILD);
+    hidden_child_diverges(d.path(), &["node", "hidden.js"]);
+}
+
+#[test]
+fn a_java_child_that_diverged_unseen_makes_the_replay_fail() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "Hidden.java", JAVA_HIDDEN_CHILD);
+    let c = Command::new("javac")
+        .arg("Hidden.java")
+        .current_dir(d.path())
+        .output()
+        .unwrap();
+    assert!(c.status.success(), "{}", String::from_utf8_lossy(&c.stderr));
+    hidden_child_diverges(d.path(), &["java", "-cp", ".", "Hidden"]);
+    // The child's own report went where the parent sent its stderr.
+    let err = std::fs::read_to_string(d.path().join("child.err")).unwrap();
+    assert!(err.contains("DIVERGENCE"), "{err}");
+}
+
 /// Prints the clock and a file, read through the C header's macros.
 const CAT_CLOCK: &str = r#"
 #include "replay.h"

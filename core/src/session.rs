@@ -672,6 +672,7 @@ impl Core {
             None => format!("{}  {note}\n", d.render()),
         };
         eprint!("{text}");
+        crate::tree::note_divergence(text.lines().next().unwrap_or_default());
         *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(text);
         drop(guard);
         verdict

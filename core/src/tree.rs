@@ -196,7 +196,38 @@ pub fn resolve(mode: Mode, me: &Me<'_>) -> Result<Option<PathBuf>, String> {
     // Read by the processes this one starts (fork/exec, Node's process.env, and the JVM's
     // ProcessEnvironment, which copies the environment after the agent has loaded).
     std::env::set_var(ENV_ID, &id);
+    let _ = MY_CLAIM.set(claims.join(&id));
     Ok(Some(path))
+}
+
+/// This process's claim file in the run's claims directory, once it has its place.
+static MY_CLAIM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Replay: this process diverged; `line` is the first line of its report. Written into its
+/// claim file, where the launcher finds it after the run: a child whose stderr went to a
+/// pipe or a file nobody shows (a forked worker, a build tool's helper) must not leave the
+/// replay looking faithful. Best effort: a failure to write is not the program's problem.
+pub fn note_divergence(line: &str) {
+    if let Some(p) = MY_CLAIM.get() {
+        let _ = std::fs::write(p, line.as_bytes());
+    }
+}
+
+/// The processes of a run that noted a divergence ([`note_divergence`]): (id, first line).
+pub fn divergences(claims: &Path) -> Vec<(String, String)> {
+    let Ok(dir) = std::fs::read_dir(claims) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, String)> = dir
+        .flatten()
+        .filter_map(|e| {
+            let text = std::fs::read_to_string(e.path()).ok()?;
+            let line = text.lines().next()?.trim().to_string();
+            (!line.is_empty()).then(|| (e.file_name().to_string_lossy().into_owned(), line))
+        })
+        .collect();
+    out.sort();
+    out
 }
 
 fn child_id(parent: &str, index: u32) -> String {

@@ -515,7 +515,7 @@ pub fn replay(a: ReplayArgs) -> Res<u8> {
         let stdio = (s.options.verify_output && out.is_file()).then_some(out);
         let code = launch(s, &common, Mode::Replay, stdio)?;
         not_replayed(&dir, &claims, code);
-        return Ok(code);
+        return Ok(children_diverged(&dir, &claims, code));
     }
     // One log. Fail here, with the log's own error, rather than inside the program. A
     // program without a front end has only its output recorded: LOG.stdio without LOG.
@@ -540,7 +540,40 @@ pub fn replay(a: ReplayArgs) -> Res<u8> {
     };
     let code = launch(s, &common, Mode::Replay, stdio)?;
     not_replayed(&tree_at, &claims, code);
-    Ok(code)
+    Ok(children_diverged(&tree_at, &claims, code))
+}
+
+/// A process of the tree that diverged while the program as a whole did not stop (a child
+/// whose stderr went to a pipe or file nobody shows, and whose status its parent ignored):
+/// said here, and the replay's status is the divergence's. Never a faithful-looking replay
+/// with a diverged process inside.
+fn children_diverged(tree_at: &Path, claims: &Claims, code: u8) -> u8 {
+    let found = tree::divergences(&claims.0);
+    if found.is_empty() {
+        return code;
+    }
+    let logs = tree::Tree::of(tree_at).logs().unwrap_or_default();
+    let mut said = false;
+    for (id, line) in found {
+        // The top process's report went to the terminal itself.
+        if id == "1" && code == EXIT_DIVERGENCE {
+            continue;
+        }
+        let name = logs
+            .iter()
+            .find(|(i, _)| *i == id)
+            .and_then(|(_, p)| p.file_name())
+            .map_or_else(|| id.clone(), |n| n.to_string_lossy().into_owned());
+        eprintln!("replay: recorded process {id} ({name}) diverged in this replay: {line}");
+        said = true;
+    }
+    if said && code != EXIT_DIVERGENCE {
+        eprintln!(
+            "replay: the replay is not faithful: a process diverged (exit status {EXIT_DIVERGENCE} instead of the program's {code})"
+        );
+        return EXIT_DIVERGENCE;
+    }
+    code
 }
 
 /// Says which recorded processes did not run again: the program took another path.
