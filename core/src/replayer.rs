@@ -1111,27 +1111,24 @@ impl Replayer {
         let mut moved = false;
         {
             let mut u = self.inner.unordered.lock().unwrap();
-            'again: loop {
+            loop {
                 let c = self.inner.cursor.load(Ordering::Acquire);
                 while u.ahead.peek().is_some_and(|r| r.0 < c) {
                     u.ahead.pop();
                 }
-                match u.ahead.peek().map(|r| r.0) {
-                    // No thread's turn is `c` (its event is out of the queues), so only this
-                    // moves the cursor from there.
-                    // A write waits until its thread starts on it (see `unordered_started`).
-                    Some(s) if s == c && !u.unstarted_gated.contains(&s) => {
-                        if self
-                            .inner
-                            .cursor
-                            .compare_exchange(c, c + 1, Ordering::AcqRel, Ordering::Acquire)
-                            .is_ok()
-                        {
-                            u.ahead.pop();
-                            moved = true;
-                        }
-                    }
-                    _ => {}
+                // No thread's turn is `c` (its event is out of the queues), so only this
+                // moves the cursor from there. A write waits until its thread starts on it
+                // (see `unordered_started`).
+                if u.ahead.peek().map(|r| r.0) == Some(c)
+                    && !u.unstarted_gated.contains(&c)
+                    && self
+                        .inner
+                        .cursor
+                        .compare_exchange(c, c + 1, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok()
+                {
+                    u.ahead.pop();
+                    moved = true;
                 }
                 let first = u.ahead.peek().map_or(NONE, |r| r.0);
                 // A thread moving the cursor stores it, then loads `next_unordered`
@@ -1142,7 +1139,7 @@ impl Replayer {
                 self.inner.next_unordered.store(first, Ordering::SeqCst);
                 let c = self.inner.cursor.load(Ordering::SeqCst);
                 if c == first && !u.unstarted_gated.contains(&first) {
-                    continue 'again;
+                    continue;
                 }
                 break;
             }
