@@ -23,7 +23,7 @@
 //! no Cleaner is registered and `close` has nothing to close) and tags it; its reads copy the
 //! recorded bytes. A recorded exception is thrown again, same class and message.
 
-use crate::{agent, apply, clear_exception, fsmeta, guarded, java_stack, nio, output, Agent};
+use crate::{agent, apply, clear_exception, copy, fsmeta, guarded, java_stack, nio, output, Agent};
 use jni::objects::{JByteArray, JClass, JFieldID, JObject, JString, JThrowable};
 use jni::signature::{Primitive, ReturnType};
 use jni::sys::{
@@ -49,7 +49,7 @@ const DISPATCHER: &[&str] = &[
 ];
 
 /// Number of wrapped natives.
-pub const COUNT: usize = 44;
+pub const COUNT: usize = 47;
 
 /// The wrapped natives, in kind order: (declaring classes, names on JDK 17 / later JDKs,
 /// descriptor).
@@ -129,6 +129,18 @@ const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
     // by its `skip` and `transferTo`), on the descriptor like `size0`.
     (DISPATCHER, &["available0"], "(Ljava/io/FileDescriptor;)I"),
     (DISPATCHER, &["isOther0"], "(Ljava/io/FileDescriptor;)Z"),
+    // `Files.copy`'s native copies, descriptor to descriptor (src/copy.rs).
+    (&["Lsun/nio/fs/UnixCopyFile;"], &["transfer"], "(IIJ)V"),
+    (
+        &["Lsun/nio/fs/LinuxNativeDispatcher;"],
+        &["directCopy0"],
+        "(IIJ)I",
+    ),
+    (
+        &["Lsun/nio/fs/UnixFileSystem;"],
+        &["bufferedCopy0"],
+        "(IIJIJ)V",
+    ),
 ];
 
 /// Kind names, indexed like [`NATIVES`].
@@ -179,6 +191,9 @@ pub const KINDS: [&str; COUNT] = [
     "java.lang.ProcessImpl.forkAndExec",
     "sun.nio.ch.FileDispatcher.available",
     "sun.nio.ch.FileDispatcher.isOther",
+    "sun.nio.fs.UnixCopyFile.transfer",
+    "sun.nio.fs.LinuxNativeDispatcher.directCopy",
+    "sun.nio.fs.UnixFileSystem.bufferedCopy",
 ];
 const OPEN: usize = 0;
 const READ: usize = 1;
@@ -224,6 +239,9 @@ pub(crate) const HALT: usize = 40;
 pub(crate) const FORK: usize = 41;
 const NIO_AVAILABLE: usize = 42;
 const NIO_IS_OTHER: usize = 43;
+pub(crate) const COPY_TRANSFER: usize = 44;
+pub(crate) const COPY_DIRECT: usize = 45;
+pub(crate) const COPY_BUFFERED: usize = 46;
 /// `RandomAccessFile`'s mode bit for "r": only read-only opens are events (a file opened for
 /// writing must really be open in replay, so it stays live).
 const RAF_O_RDONLY: jint = 1;
@@ -297,6 +315,9 @@ fn wrapper(i: usize) -> *mut c_void {
         HALT => output::halt0 as output::HaltFn as *mut c_void,
         NIO_AVAILABLE => nio_available0 as NioAvailableFn as *mut c_void,
         NIO_IS_OTHER => nio_is_other0 as NioIsOtherFn as *mut c_void,
+        COPY_TRANSFER => copy::transfer as copy::TransferFn as *mut c_void,
+        COPY_DIRECT => copy::direct_copy0 as copy::DirectFn as *mut c_void,
+        COPY_BUFFERED => copy::buffered_copy0 as copy::BufferedFn as *mut c_void,
         _ => output::fork_and_exec as output::ForkFn as *mut c_void,
     }
 }

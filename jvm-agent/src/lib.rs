@@ -26,6 +26,7 @@
 mod cache;
 mod classfile;
 mod context;
+mod copy;
 mod drain;
 mod entropy;
 mod fileio;

@@ -117,6 +117,14 @@ fn lookup(fd: jint) -> Option<jlong> {
     FDS.lock().ok()?.as_ref()?.get(&fd).copied()
 }
 
+/// The stream number of the NIO open that gave descriptor `fd`, if that open was an event.
+pub fn stream_of_fd(fd: jint) -> Option<jlong> {
+    if OPEN.load(Ordering::Acquire) == 0 {
+        return None;
+    }
+    lookup(fd)
+}
+
 /// The `fd` field of a `java.io.FileDescriptor`.
 fn descriptor_number(raw: *mut RawJniEnv, fd: jobject) -> Option<jint> {
     if fd.is_null() {

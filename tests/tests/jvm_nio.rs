@@ -164,3 +164,39 @@ fn a_changed_program_gets_the_divergence_report_at_the_first_different_call() {
         );
     }
 }
+
+/// `Files.copy` copies in native code, past the read hooks (JDK 17 `transfer`, JDK 21+
+/// `directCopy0`): replayed after the sources changed, the copies on disk hold the recorded
+/// sources' bytes, not the new ones, and not nothing.
+#[test]
+fn files_copy_writes_the_recorded_bytes_after_the_source_changed() {
+    let big: String = (0..20_000).map(|i| format!("{i:08}\n")).collect();
+    for jdk in jdks() {
+        let n = name(jdk);
+        let r = record(jdk, "CopyFile", &["small.txt", "big.txt"], |d| {
+            std::fs::write(d.join("small.txt"), "hello copy\n").unwrap();
+            std::fs::write(d.join("big.txt"), &big).unwrap();
+        });
+        assert_eq!(
+            r.out, "small.txt: copied 11 bytes\nbig.txt: copied 180000 bytes\n",
+            "{n}"
+        );
+        let d = r.dir.path();
+        std::fs::write(d.join("small.txt"), "changed\n").unwrap();
+        std::fs::remove_file(d.join("big.txt")).unwrap();
+        for f in ["small.txt.copy", "big.txt.copy"] {
+            std::fs::remove_file(d.join(f)).unwrap();
+        }
+        assert_replays(jdk, &r, &[], "CopyFile", &["small.txt", "big.txt"]);
+        assert_eq!(
+            std::fs::read_to_string(d.join("small.txt.copy")).unwrap(),
+            "hello copy\n",
+            "{n}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.join("big.txt.copy")).unwrap(),
+            big,
+            "{n}"
+        );
+    }
+}
