@@ -871,6 +871,60 @@ impl Replayer {
         r.unwrap_or_else(|_| Err(self.exiting(kind, site, digest)))
     }
 
+    /// Whether the calling thread's recording holds another event of `kind` (per-kind front
+    /// ends; [`Self::next_of`] then takes it), reading ahead as `next_of` does. A front end
+    /// asks before it takes a completion for an operation still pending: a recording ends
+    /// with operations in flight (the program exited first), and the replayed program waiting
+    /// for one of them is no divergence unless it goes on waiting.
+    pub fn has_more_of(&self, kind: u32) -> bool {
+        let gen = self.inner.gen;
+        let stashed = STASH
+            .try_with(|s| s.borrow().get(&(gen, kind)).is_some_and(|q| !q.is_empty()))
+            .unwrap_or(false);
+        if stashed {
+            return true;
+        }
+        LOCAL
+            .try_with(|l| {
+                let mut l = l.borrow_mut();
+                if l.as_ref().is_none_or(|x| x.gen != gen) {
+                    *l = Some(self.bind(None, ""));
+                }
+                let local = l.as_mut().unwrap();
+                let found = loop {
+                    let Some(k) = self.peek(local).map(|e| e.kind) else {
+                        break false;
+                    };
+                    if k == kind {
+                        break true;
+                    }
+                    // Read past, as next_of would: the kind's own stash serves it later.
+                    let ev = local.take();
+                    local.advance();
+                    let _ = STASH
+                        .try_with(|s| s.borrow_mut().entry((gen, k)).or_default().push_back(ev));
+                };
+                self.publish_stash(local);
+                found
+            })
+            .unwrap_or(false)
+    }
+
+    /// [`Self::has_more_of`] for front ends that replay in the thread's order: whether the
+    /// calling thread has any recorded event left.
+    pub fn has_more(&self) -> bool {
+        LOCAL
+            .try_with(|l| {
+                let mut l = l.borrow_mut();
+                if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+                    *l = Some(self.bind(None, ""));
+                }
+                let local = l.as_mut().unwrap();
+                self.peek(local).is_some()
+            })
+            .unwrap_or(false)
+    }
+
     /// Batch form of [`Self::next_of`] for front ends that serve a kind's events from a
     /// buffer of their own (a typed array in JS): takes the next event of `kind` as
     /// [`Self::next_of`] does (so a call with none left is reported at that call), then up to

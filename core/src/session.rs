@@ -546,6 +546,22 @@ impl Core {
         }
     }
 
+    /// Replay: whether the calling thread's recording holds another event of `kind` (in the
+    /// thread's order: any event), without taking it. False when recording, live or stopped.
+    pub fn replay_has_more(&self, kind: u32) -> bool {
+        let Session::Replay(r) = &self.session else {
+            return false;
+        };
+        if self.stopped().is_some() || r.is_live() {
+            return false;
+        }
+        if self.per_kind {
+            r.has_more_of(kind)
+        } else {
+            r.has_more()
+        }
+    }
+
     /// Replays a run of calls of `kind` in one step, for front ends that serve calls from a
     /// buffer of their own (a `long[]` in Java, a typed array in JS): `None` when `run` holds
     /// the run (this call's event first, then up to `max` in all that carry no input digest:

@@ -298,6 +298,8 @@ function create(native, host) {
   let head = null; // the next recorded completion ({k, v}), taken but not yet delivered
   let pending = null; // the immediate that runs `run`
   let stall = null;
+  // The timeout passed with no completion left in the recording: the next wait is reported.
+  let ranOut = false;
 
   // Whether what this module holds keeps the loop alive: as long as one wait is strong.
   // `refed` is the state `pending` and `stall` were last given (new ones start ref'd).
@@ -356,6 +358,21 @@ function create(native, host) {
       return;
     }
     if (head === null) {
+      // The recording ended with operations still in flight (the program exited before they
+      // completed): waiting for one of them is no divergence while the program may still end
+      // where the recorded one did. One that goes on waiting is reported after the timeout,
+      // by the ev.replay below.
+      if (!ranOut && !native.evHasMore(doneKind)) {
+        if (stall === null) {
+          stall = realSetTimeout(() => {
+            stall = null;
+            ranOut = true;
+            run();
+          }, timeoutMs);
+          if (!refed) stall.unref();
+        }
+        return;
+      }
       const v = ev.replay(doneKind, null);
       if (v === LIVE) {
         goLive();

@@ -49,6 +49,10 @@ const PASS_THROUGH = new Set([
 
 const callSites = (_, cs) => cs;
 
+// The synchronous changes of the file system whose outcome is recorded (install, mutateCall).
+const MUTATIONS = ['mkdirSync', 'mkdtempSync', 'rmdirSync', 'rmSync', 'unlinkSync', 'renameSync', 'copyFileSync',
+  'writeFileSync', 'appendFileSync', 'symlinkSync'];
+
 // Per caller file: whether it is Node's own code (a handful of files; saves the string tests).
 const nodeFile = new Map();
 
@@ -298,6 +302,17 @@ function install(ev) {
     statfsSync: [fs, 'statfsSync'],
     statfs: [fs, 'statfs'],
     promisesStatfs: [promises, 'statfs'],
+    // Changes of the file system (see mutateCall).
+    mkdirSync: [fs, 'mkdirSync'],
+    mkdtempSync: [fs, 'mkdtempSync'],
+    rmdirSync: [fs, 'rmdirSync'],
+    rmSync: [fs, 'rmSync'],
+    unlinkSync: [fs, 'unlinkSync'],
+    renameSync: [fs, 'renameSync'],
+    copyFileSync: [fs, 'copyFileSync'],
+    writeFileSync: [fs, 'writeFileSync'],
+    appendFileSync: [fs, 'appendFileSync'],
+    symlinkSync: [fs, 'symlinkSync'],
   };
   const real = {};
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) real[name] = obj[prop];
@@ -316,6 +331,7 @@ function install(ev) {
     'opendirSync', 'opendir', 'readvSync', 'readv', 'statfsSync', 'statfs']) {
     kind(name, `node.fs.${name}`);
   }
+  for (const name of MUTATIONS) kind(name, `node.fs.${name}`);
   kind('realpathSyncNative', 'node.fs.realpathSync.native');
   kind('realpathNative', 'node.fs.realpath.native');
   for (const name of ['readFile', 'open', 'stat', 'lstat', 'readdir', 'access', 'realpath', 'readlink', 'opendir',
@@ -397,6 +413,37 @@ function install(ev) {
       throw e;
     }
     ev.record(k, input, { v: enc(r) });
+    return r;
+  }
+
+  // A change of the file system (mkdirSync, writeFileSync, renameSync, ...). Its effect is
+  // the program's output on disk, so it runs live in both modes; its outcome is an input and
+  // is recorded. Replay returns what the recording got: a directory the recording made
+  // exists now, and mkdirSync (after an existsSync that replays "no") must not fail with
+  // EEXIST where the recorded one succeeded; a change that failed in the recording throws
+  // the recorded error and is not made. `redo(value)` replaces the live call where the
+  // recorded value names what to change (mkdtempSync's random directory).
+  function mutateCall(k, input, self, args, fn, redo) {
+    if (replaying) {
+      const v = ev.replay(k, input);
+      if (v === ev.LIVE) return ev.live(() => fn.apply(self, args));
+      if (v.e !== undefined) throw v.e;
+      const value = v.v === null ? undefined : v.v;
+      try {
+        ev.live(() => (redo ? redo(value) : fn.apply(self, args)));
+      } catch (_) {
+        // The recorded call succeeded: so does this one (the world differs, not the program).
+      }
+      return value;
+    }
+    let r;
+    try {
+      r = ev.live(() => fn.apply(self, args));
+    } catch (e) {
+      ev.record(k, input, { e });
+      throw e;
+    }
+    ev.record(k, input, { v: r === undefined ? null : r });
     return r;
   }
 
@@ -1463,6 +1510,42 @@ function install(ev) {
     return promiseCall(K.promisesOpendir, 'promises.opendir', `${where} ${dirOpts(options)}`,
       () => real.promisesOpendir.apply(this, args), (dir) => hookDir(dir, where).path, (path) => newDir(path, where));
   }, real.promisesOpendir);
+
+  // Changes of the file system by path: `input(args)` names the call (null: not by path,
+  // live), `redo` as in mutateCall.
+  const flagsOf = (o) => (o !== null && typeof o === 'object' ? `${o.recursive ? 'r' : ''}${o.force ? 'f' : ''}` : '');
+  const mutation = (name, input, redo) =>
+    like(
+      {
+        [name](...args) {
+          const what = ev.on && !ev.busy ? input(args) : null;
+          if (what === null || fromNode(hooks[name])) return real[name].apply(this, args);
+          return mutateCall(K[name], what, this, args, real[name], redo);
+        },
+      }[name],
+      real[name],
+    );
+  const one = (a) => {
+    const w = pathOf(a[0]);
+    return w === null ? null : `${w} ${flagsOf(a[1])}`;
+  };
+  const two = (a) => {
+    const x = pathOf(a[0]);
+    const y = pathOf(a[1]);
+    return x === null || y === null ? null : `${x} -> ${y}`;
+  };
+  hooks.mkdirSync = mutation('mkdirSync', one);
+  hooks.mkdtempSync = mutation('mkdtempSync', (a) => pathOf(a[0]), (dir) => {
+    if (typeof dir === 'string') real.mkdirSync(dir, { recursive: true });
+  });
+  hooks.rmdirSync = mutation('rmdirSync', one);
+  hooks.rmSync = mutation('rmSync', one);
+  hooks.unlinkSync = mutation('unlinkSync', one);
+  hooks.renameSync = mutation('renameSync', two);
+  hooks.copyFileSync = mutation('copyFileSync', two);
+  hooks.writeFileSync = mutation('writeFileSync', (a) => pathOf(a[0]));
+  hooks.appendFileSync = mutation('appendFileSync', (a) => pathOf(a[0]));
+  hooks.symlinkSync = mutation('symlinkSync', two);
 
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) obj[prop] = hooks[name];
   ev.onDisable(() => {

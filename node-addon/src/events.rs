@@ -152,6 +152,16 @@ pub(crate) fn value_record(json: String, bufs: impl ExactSizeIterator<Item = Byt
     Record { fields }
 }
 
+/// Replay: whether this thread's recording holds another event of kind `code` (lib/events.js
+/// asks before it takes a completion: a recording may end with operations still pending).
+#[napi]
+pub fn ev_has_more(code: u32) -> Res<bool> {
+    guarded(|| {
+        let Some(a) = active()? else { return Ok(false) };
+        Ok(a.core.replay_has_more(kind_id(code)?))
+    })
+}
+
 /// Replays the next event of kind `code`, checked against `input`, through the core (which
 /// reports a divergence with the JS stack and gives its verdict). Returns its value, or null
 /// when the call is not replayed: replay went live, or stopped ([`crate::stop_code`]).

@@ -377,3 +377,98 @@ fn warn_live_reports_and_runs_on_live() {
         r.stderr
     );
 }
+
+/// A recording can end with operations in flight: here a timer set for a minute, when the
+/// program exits at the end of its stdin (which nothing records). Replay serves what was
+/// recorded and ends the same way: the completion the recording never had is no divergence
+/// while the program has not waited for it longer than the timeout.
+#[test]
+fn a_recording_that_ends_with_an_operation_in_flight_replays_to_its_end() {
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let script = dir.path().join("inflight.js");
+    std::fs::write(
+        &script,
+        r#"
+setTimeout(() => console.log('a minute later'), 60000);
+console.log('waiting', Date.now() > 0);
+process.stdin.on('data', () => {}).on('end', () => {
+  console.log('stdin ended');
+  process.exit(0);
+});
+"#,
+    )
+    .unwrap();
+    let log = dir.path().join("inflight.replay");
+    let rec = node(&pkg, "record", &log, &script);
+    assert_eq!(rec.code(), 0, "{}", rec.stderr);
+    assert_eq!(rec.stdout_text(), "waiting true\nstdin ended\n");
+    for _ in 0..3 {
+        let rep = node(&pkg, "replay", &log, &script);
+        assert_eq!(rep.code(), 0, "{}", rep.stderr);
+        assert_eq!(rep.stdout_text(), rec.stdout_text());
+        assert_eq!(rep.stderr, "");
+    }
+}
+
+/// Changes of the file system run live in replay (their effect on disk is the program's
+/// output) and return what the recording got: a directory the recording made exists now
+/// and mkdirSync must not fail with EEXIST; an unlink that failed fails the same way and is
+/// not made; mkdtempSync names the recorded directory and makes it.
+#[test]
+fn file_system_changes_return_their_recorded_outcome_and_still_happen() {
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let pkg = package(d);
+    let script = d.join("mk.js");
+    std::fs::write(
+        &script,
+        r#"
+const fs = require('fs');
+process.chdir(__dirname);
+try { fs.mkdirSync('newdir'); console.log('created'); } catch (e) { console.log('mkdir failed', e.code); }
+if (!fs.existsSync('cache')) fs.mkdirSync('cache');
+fs.writeFileSync('cache/a.txt', 'hello ' + Math.random());
+const t = fs.mkdtempSync(__dirname + '/tmp-');
+console.log('temp', t.slice(__dirname.length));
+try { fs.unlinkSync('nothere'); console.log('unlinked'); } catch (e) { console.log('unlink failed', e.code); }
+fs.renameSync('cache/a.txt', 'cache/b.txt');
+fs.rmSync('newdir', { recursive: true });
+console.log('done');
+"#,
+    )
+    .unwrap();
+    let log = d.join("mk.replay");
+    let rec = node(&pkg, "record", &log, &script);
+    assert_eq!(rec.code(), 0, "{}", rec.stderr);
+    let out = rec.stdout_text();
+    assert!(out.starts_with("created\ntemp /tmp-"), "{out}");
+    assert!(out.ends_with("unlink failed ENOENT\ndone\n"), "{out}");
+    let temp = out
+        .lines()
+        .nth(1)
+        .unwrap()
+        .strip_prefix("temp /")
+        .unwrap()
+        .to_string();
+    // Another world: the directory exists, the file to unlink too, the cache and the
+    // temporary directory are gone.
+    std::fs::create_dir(d.join("newdir")).unwrap();
+    std::fs::write(d.join("nothere"), "x").unwrap();
+    std::fs::remove_dir_all(d.join("cache")).unwrap();
+    std::fs::remove_dir(d.join(&temp)).unwrap();
+    let rep = node(&pkg, "replay", &log, &script);
+    assert_eq!(rep.code(), 0, "{}", rep.stderr);
+    assert_eq!(rep.stdout_text(), out);
+    // The changes that succeeded in the recording happened again; the failed one did not.
+    assert!(d.join("cache/b.txt").is_file());
+    assert!(d.join(&temp).is_dir());
+    assert!(!d.join("newdir").exists());
+    assert!(d.join("nothere").is_file());
+}
