@@ -34,6 +34,9 @@
 //                           session timeout is a divergence naming both. cb(ev.LIVE) when
 //                           replay went live. `weak`: the wait keeps the process alive no
 //                           more than an unref'd timer would (lib/timers.js)
+//   ev.hold() / release()   replay: a delivered completion whose callback runs later (a timer
+//                           fired from a real zero-delay timer): nothing else is delivered
+//                           until it is released
 //   ev.cancel(key)          replay: drop the wait for `key` (a cleared timer)
 //   ev.weak(key, w)         replay: make the wait for `key` weak (unref) or not (ref)
 //   ev.opKey(identity)      'identity#n', n counting per identity: a key for ev.done/ev.await
@@ -349,57 +352,91 @@ function create(native, host) {
     pump();
   };
 
+  // Deliveries whose callback has not run yet (ev.hold): nothing else is delivered first.
+  let held = 0;
+  ev.hold = () => {
+    held++;
+  };
+  ev.release = () => {
+    if (held > 0 && --held === 0) pump();
+  };
+
   // Delivers at most one completion per loop turn, as the recorded run got them.
+  // Timer firings run from real timers (lib/timers.js, ev.hold): the firings of the same
+  // kind that follow in the recording are handed over in the same turn, so a batch of timers
+  // due together fires in one timers phase as recorded, not one loop turn (and for timeouts
+  // a millisecond) each. 't' for timeouts and intervals, 'm' for immediates, else null.
+  const timerType = (k) => (typeof k === 'string' && (k[0] === 't' || k[0] === 'm') && k[1] >= '0' && k[1] <= '9' ? k[0] : null);
+
+  // Delivers at most one completion per loop turn, as the recorded run got them (a chain of
+  // timer firings of one kind counts as one).
   const run = () => {
     pending = null;
-    if (waiters.size === 0) return;
-    if (!ev.on) {
-      goLive();
-      return;
-    }
-    if (head === null) {
-      // The recording ended with operations still in flight (the program exited before they
-      // completed): waiting for one of them is no divergence while the program may still end
-      // where the recorded one did. One that goes on waiting is reported after the timeout,
-      // by the ev.replay below.
-      if (!ranOut && !native.evHasMore(doneKind)) {
+    if (held > 0) return;
+    let chain = null;
+    for (;;) {
+      if (waiters.size === 0) return;
+      if (!ev.on) {
+        goLive();
+        return;
+      }
+      if (head === null) {
+        // The recording ended with operations still in flight (the program exited before
+        // they completed): waiting for one of them is no divergence while the program may
+        // still end where the recorded one did. One that goes on waiting is reported after
+        // the timeout, by the ev.replay below.
+        if (!native.evHasMore(doneKind)) {
+          if (chain !== null || ranOut) {
+            if (chain !== null) return;
+          } else {
+            if (stall === null) {
+              stall = realSetTimeout(() => {
+                stall = null;
+                ranOut = true;
+                run();
+              }, timeoutMs);
+              if (!refed) stall.unref();
+            }
+            return;
+          }
+        }
+        const v = ev.replay(doneKind, null);
+        if (v === LIVE) {
+          goLive();
+          return;
+        }
+        head = v;
+      }
+      // A chain goes on only with firings of its kind; anything else waits for the release.
+      if (chain !== null && timerType(head.k) !== chain) return;
+      const cb = waiters.get(head.k);
+      if (cb === undefined) {
+        if (chain !== null) return;
+        // The operation it belongs to has not started yet; give the program until the
+        // timeout (the timer also keeps the process alive meanwhile, as the real I/O would).
         if (stall === null) {
-          stall = realSetTimeout(() => {
-            stall = null;
-            ranOut = true;
-            run();
-          }, timeoutMs);
+          stall = realSetTimeout(stalled, timeoutMs);
           if (!refed) stall.unref();
         }
         return;
       }
-      const v = ev.replay(doneKind, null);
-      if (v === LIVE) {
-        goLive();
-        return;
+      if (stall !== null) {
+        realClearTimeout(stall);
+        stall = null;
       }
-      head = v;
+      waiters.delete(head.k);
+      weak.delete(head.k);
+      const key = head.k;
+      const value = head.v;
+      head = null;
+      if (chain === null) pump();
+      cb(value);
+      // Not held: its callback ran (one completion this turn). Held: a timer firing whose
+      // callback runs from a real timer; the same kind's next firings may follow it.
+      if (held === 0) return;
+      chain = timerType(key);
+      if (chain === null) return;
     }
-    const cb = waiters.get(head.k);
-    if (cb === undefined) {
-      // The operation it belongs to has not started yet; give the program until the
-      // timeout (the timer also keeps the process alive meanwhile, as the real I/O would).
-      if (stall === null) {
-        stall = realSetTimeout(stalled, timeoutMs);
-        if (!refed) stall.unref();
-      }
-      return;
-    }
-    if (stall !== null) {
-      realClearTimeout(stall);
-      stall = null;
-    }
-    waiters.delete(head.k);
-    weak.delete(head.k);
-    const value = head.v;
-    head = null;
-    pump();
-    cb(value);
   };
 
   function pump() {

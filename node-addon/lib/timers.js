@@ -26,6 +26,19 @@ const util = require('util');
 
 const TIMEOUT_MAX = 2 ** 31 - 1;
 
+// The one function that calls a program's timer or immediate callback, in record (Node's
+// timer calls it when it fires) and in replay (a real zero-delay timer, or a real immediate,
+// calls it once the recorded order reaches the firing): a stack trace taken in the callback
+// shows the same frames in both runs (the callback, this function, then Node's
+// listOnTimeout/processTimers or processImmediate), as a program printing an error's stack
+// from a timer (mocha's failing tests) compares them.
+function firing(before, cb) {
+  return function fire() {
+    before();
+    return Reflect.apply(cb, this, arguments);
+  };
+}
+
 function install(ev, native) {
   const real = {
     setTimeout: timers.setTimeout,
@@ -65,10 +78,7 @@ function install(ev, native) {
       if (typeof cb !== 'function' || ev.busy || !ev.on) return Reflect.apply(realFn, undefined, [cb, ms, ...args]);
       const key = `t${++nt}`;
       let fires = 0;
-      const fire = function () {
-        note(key, ++fires);
-        return Reflect.apply(cb, this, arguments);
-      };
+      const fire = firing(() => note(key, ++fires), cb);
       return args.length === 0 ? realFn(fire, ms) : Reflect.apply(realFn, undefined, [fire, ms, ...args]);
     };
     const promised = (realFn, prefix) =>
@@ -90,10 +100,7 @@ function install(ev, native) {
       setImmediate: named('setImmediate', function (cb, ...args) {
         if (typeof cb !== 'function' || ev.busy || !ev.on) return Reflect.apply(real.setImmediate, undefined, [cb, ...args]);
         const key = `m${++nm}`;
-        const fire = function () {
-          note(key, 1);
-          return Reflect.apply(cb, this, arguments);
-        };
+        const fire = firing(() => note(key, 1), cb);
         return args.length === 0 ? real.setImmediate(fire) : Reflect.apply(real.setImmediate, undefined, [fire, ...args]);
       }),
     };
@@ -175,13 +182,18 @@ function install(ev, native) {
         }
         this._fires++;
         if (this._repeat === null) this._destroyed = true;
-        try {
-          Reflect.apply(this._onTimeout, this, this._timerArgs);
-        } finally {
-          // An interval is armed again after its callback, unless that cleared it (Node's
-          // listOnTimeout does the same).
+        // The callback runs from a real zero-delay timer (the frames Node's timers give it,
+        // see `firing`); no other completion is delivered before it has run.
+        ev.hold();
+        const fire = firing(() => {
+          // An interval is armed for its next firing (a callback that clears it cancels
+          // that), as Node's listOnTimeout re-arms it.
           if (this._repeat !== null && !this._destroyed && !this._waiting) this._arm();
-        }
+          ev.release();
+        }, this._onTimeout);
+        const args = this._timerArgs;
+        if (args.length === 0) real.setTimeout(fire, 0);
+        else Reflect.apply(real.setTimeout, undefined, [fire, 0, ...args]);
       }
       _goLive() {
         counted();
@@ -264,8 +276,12 @@ function install(ev, native) {
         this._waiting = false;
         if (this._destroyed) return;
         this._destroyed = true;
-        // Replay went live: this turn is the immediate's turn anyway.
-        Reflect.apply(this._onImmediate, this, this._argv);
+        // From a real immediate, as recorded (see `firing`); nothing else is delivered first.
+        ev.hold();
+        const fire = firing(() => ev.release(), this._onImmediate);
+        const args = this._argv;
+        if (args.length === 0) real.setImmediate(fire);
+        else Reflect.apply(real.setImmediate, undefined, [fire, ...args]);
       }
       ref() {
         this._refed = true;

@@ -127,6 +127,8 @@ const WEB_APP = `${PRELUDE}
   // Opening a directory works; reading it fails (a handle left open: Node 20 never settles
   // the close of a handle whose byte stream failed).
   const dh = await fsp.open(p('sub'));
+  // Kept reachable: a collected open FileHandle prints a warning whenever GC runs.
+  globalThis.keptOpen = dh;
   try {
     await dh.readableWebStream({ type: 'bytes' }).getReader().read();
   } catch (e) {

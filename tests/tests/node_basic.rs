@@ -472,3 +472,41 @@ console.log('done');
     assert!(!d.join("newdir").exists());
     assert!(d.join("nothere").is_file());
 }
+
+/// A stack trace taken in a timer's or an immediate's callback (a test runner printing a
+/// failing test's error) is the same in replay as in the recording: both call the program's
+/// callback through the same function from Node's own timers.
+#[test]
+fn stack_traces_from_timer_callbacks_replay_the_same() {
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let script = dir.path().join("stacks.js");
+    std::fs::write(
+        &script,
+        r#"
+setImmediate(() => console.log(new Error('immediate').stack));
+setImmediate((a, b) => console.log(new Error('immediate ' + a + b).stack), 1, 2);
+setTimeout(function named() { console.log(new Error('timeout').stack); }, 5);
+setTimeout((x) => console.log(new Error('timeout ' + x).stack), 10, 'arg');
+let n = 0;
+const t = setInterval(() => {
+  console.log(new Error('interval ' + n).stack);
+  if (++n === 2) clearInterval(t);
+}, 15);
+"#,
+    )
+    .unwrap();
+    let log = dir.path().join("stacks.replay");
+    let rec = node(&pkg, "record", &log, &script);
+    assert_eq!(rec.code(), 0, "{}", rec.stderr);
+    let out = rec.stdout_text();
+    assert_eq!(out.matches("Error: ").count(), 6, "{out}");
+    assert!(out.contains("at listOnTimeout"), "{out}");
+    assert!(out.contains("at process.processImmediate"), "{out}");
+    let rep = node(&pkg, "replay", &log, &script);
+    assert_eq!(rep.code(), 0, "{}", rep.stderr);
+    assert_eq!(rep.stdout_text(), out);
+}
