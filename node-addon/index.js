@@ -6,7 +6,7 @@
 // The hooks must be installed before any user code runs (a reference to the real function
 // taken earlier bypasses them), which is what --require does. worker_threads run --require
 // modules too: there installWorker hooks the worker's own Date, Math.random,
-// performance.now, fs and child processes, recorded as a logical thread of the process (`worker N`).
+// performance.now, fs, crypto randoms and child processes, recorded as a logical thread of the process (`worker N`).
 
 const { isMainThread } = require('worker_threads');
 const fs = require('fs');
@@ -212,6 +212,9 @@ function installWorker() {
     ev = events.create(native, host);
     const file = path.join(__dirname, 'lib', 'fs.js');
     if (ev.live(() => fs.existsSync(file))) require(file).install(ev);
+    // crypto's random functions, as on the main thread (a worker's randomBytes was live).
+    const randoms = path.join(__dirname, 'lib', 'crypto.js');
+    if (ev.live(() => fs.existsSync(randoms))) require(randoms).install(ev);
     // Children a worker starts (esbuild's buildSync runs its binary from a worker).
     require('./lib/child.js').install(ev, native);
   } catch (e) {

@@ -510,3 +510,44 @@ const t = setInterval(() => {
     assert_eq!(rep.code(), 0, "{}", rep.stderr);
     assert_eq!(rep.stdout_text(), out);
 }
+
+/// A worker thread's crypto random bytes replay like the main thread's (they ran live).
+#[test]
+fn a_workers_crypto_randoms_replay() {
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let script = dir.path().join("w.js");
+    std::fs::write(
+        &script,
+        r#"
+const { Worker } = require('worker_threads');
+const w = new Worker(`
+  const c = require('crypto');
+  console.log('worker', c.randomBytes(8).toString('hex'), c.randomUUID(), c.randomInt(1000000),
+    Math.random().toFixed(6));
+`, { eval: true });
+w.on('exit', () => console.log('main', require('crypto').randomBytes(4).toString('hex')));
+"#,
+    )
+    .unwrap();
+    let log = dir.path().join("w.replay");
+    let rec = node(&pkg, "record", &log, &script);
+    assert_eq!(rec.code(), 0, "{}", rec.stderr);
+    let kinds = kinds(&log);
+    assert!(
+        kinds
+            .iter()
+            .filter(|(k, _)| k.starts_with("node.crypto."))
+            .count()
+            >= 4,
+        "{kinds:?}"
+    );
+    for _ in 0..2 {
+        let rep = node(&pkg, "replay", &log, &script);
+        assert_eq!(rep.code(), 0, "{}", rep.stderr);
+        assert_eq!(rep.stdout_text(), rec.stdout_text());
+    }
+}
