@@ -192,8 +192,8 @@ function install(ev, native) {
           ev.release();
         }, this._onTimeout);
         const args = this._timerArgs;
-        if (args.length === 0) real.setTimeout(fire, 0);
-        else Reflect.apply(real.setTimeout, undefined, [fire, 0, ...args]);
+        const rt = args.length === 0 ? real.setTimeout(fire, 0) : Reflect.apply(real.setTimeout, undefined, [fire, 0, ...args]);
+        standIn(rt, this);
       }
       _goLive() {
         counted();
@@ -299,8 +299,27 @@ function install(ev, native) {
     }
 
     const replaying = () => ev.on && !ev.busy;
+    // The real timer that runs a replayed firing is the callback's `this`, as Node's timer
+    // is in the recording: what the callback does with it (clearInterval(this), this.refresh(),
+    // this.unref()) goes to the replayed Timeout it stands for.
+    const standsFor = new WeakMap();
+    function standIn(rt, t) {
+      standsFor.set(rt, t);
+      for (const m of ['refresh', 'close', 'ref', 'unref', 'hasRef']) {
+        Object.defineProperty(rt, m, {
+          value: function () {
+            const r = t[m]();
+            return r === t ? rt : r;
+          },
+          configurable: true,
+          writable: true,
+        });
+      }
+      Object.defineProperty(rt, Symbol.toPrimitive, { value: () => t[Symbol.toPrimitive](), configurable: true });
+    }
     const clear = (realClear) =>
       function (t) {
+        if (standsFor.has(t)) t = standsFor.get(t);
         if (t instanceof Timeout) {
           t._cleared = true;
           t._clear();

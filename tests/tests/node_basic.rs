@@ -551,3 +551,47 @@ w.on('exit', () => console.log('main', require('crypto').randomBytes(4).toString
         assert_eq!(rep.stdout_text(), rec.stdout_text());
     }
 }
+
+/// What a timer callback does with `this` (Node's Timeout in the recording) acts on the
+/// replayed timer: `clearInterval(this)` ends the interval, `this.refresh()` fires it again.
+#[test]
+fn a_timer_callback_clearing_or_refreshing_this_replays() {
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let script = dir.path().join("this.js");
+    std::fs::write(
+        &script,
+        r#"
+let n = 0;
+setInterval(function () {
+  console.log('tick', ++n, Date.now() > 0);
+  if (n === 3) clearInterval(this);
+}, 5);
+let r = 0;
+setTimeout(function () {
+  console.log('timeout', ++r, this.hasRef());
+  if (r < 3) this.refresh();
+}, 7);
+"#,
+    )
+    .unwrap();
+    let log = dir.path().join("this.replay");
+    let rec = node(&pkg, "record", &log, &script);
+    assert_eq!(rec.code(), 0, "{}", rec.stderr);
+    let out = rec.stdout_text();
+    assert_eq!(out.matches("tick").count(), 3, "{out}");
+    assert_eq!(out.matches("timeout").count(), 3, "{out}");
+    let t = std::time::Instant::now();
+    let rep = node(&pkg, "replay", &log, &script);
+    assert_eq!(rep.code(), 0, "{}", rep.stderr);
+    assert_eq!(rep.stdout_text(), out);
+    // Nothing waited for the stall timeout.
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t.elapsed()
+    );
+}
