@@ -760,6 +760,34 @@ function install(ev) {
 
   // ---- hooks ----
 
+  // Ports this process's own servers listen on. A connection to one has both ends in this
+  // process (a test suite calling its express app, supertest): it runs live in both modes and
+  // the server's side replays its own calls. Replayed as a recorded client, it got the
+  // recorded response while the server never saw the request, and the events of the server's
+  // handlers were left over: a divergence every time.
+  const ownPorts = new Map();
+  const loopback = (h) => h === 'localhost' || h === '::1' || h === '::' || h === '0.0.0.0' || /^127\./.test(h);
+  const realListen = net.Server.prototype.listen;
+  const listen = like(function listen(...args) {
+    const server = this;
+    server.once('listening', () => {
+      const a = server.address();
+      if (a !== null && typeof a === 'object' && typeof a.port === 'number') {
+        ownPorts.set(a.port, (ownPorts.get(a.port) || 0) + 1);
+        server.once('close', () => {
+          const n = ownPorts.get(a.port) - 1;
+          if (n > 0) ownPorts.set(a.port, n);
+          else ownPorts.delete(a.port);
+        });
+      }
+    });
+    return realListen.apply(this, args);
+  }, realListen);
+  net.Server.prototype.listen = listen;
+  ev.onDisable(() => {
+    if (net.Server.prototype.listen === listen) net.Server.prototype.listen = realListen;
+  });
+
   const connect = like(function connect(...args) {
     if (!ev.on || ev.busy || isTls(this)) return real.connect.apply(this, args);
     let norm;
@@ -771,6 +799,9 @@ function install(ev) {
     const options = norm[0];
     // Unix sockets, and ports the real connect rejects, go the real way.
     if (options.path || options.port == null || !Number.isInteger(Number(options.port))) {
+      return real.connect.apply(this, args);
+    }
+    if (ownPorts.has(Number(options.port)) && loopback(options.host || 'localhost')) {
       return real.connect.apply(this, args);
     }
     if (replaying) return replayConnect(this, options, norm[1]);

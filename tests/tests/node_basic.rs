@@ -595,3 +595,51 @@ setTimeout(function () {
         t.elapsed()
     );
 }
+
+/// An http server and a client of it in one process (a test suite calling its own app):
+/// the connection runs live in both runs and the server's handlers replay their calls, so
+/// the replay prints the recorded responses, on another port (listen(0)) and without
+/// events left over.
+#[test]
+fn a_server_and_its_client_in_one_process_replay() {
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    let script = dir.path().join("selfserve.js");
+    std::fs::write(
+        &script,
+        r#"
+const http = require('http');
+const s = http.createServer((q, r) => r.end(`${q.url} ${Date.now() > 0} ${Math.random().toFixed(6)}`));
+s.listen(0, '127.0.0.1', async () => {
+  const port = s.address().port;
+  for (const p of ['/a', '/b', '/c']) {
+    const body = await new Promise((resolve) => http.get(`http://127.0.0.1:${port}${p}`, (res) => {
+      let d = '';
+      res.on('data', (c) => (d += c));
+      res.on('end', () => resolve(d));
+    }));
+    console.log(body);
+  }
+  s.close();
+});
+"#,
+    )
+    .unwrap();
+    let log = dir.path().join("selfserve.replay");
+    let rec = node(&pkg, "record", &log, &script);
+    assert_eq!(rec.code(), 0, "{}", rec.stderr);
+    assert_eq!(
+        rec.stdout_text().lines().count(),
+        3,
+        "{}",
+        rec.stdout_text()
+    );
+    for _ in 0..3 {
+        let rep = node(&pkg, "replay", &log, &script);
+        assert_eq!(rep.code(), 0, "{}", rep.stderr);
+        assert_eq!(rep.stdout_text(), rec.stdout_text());
+    }
+}
