@@ -1076,8 +1076,19 @@ function install(ev) {
     define('emit', emit);
     define('push', push);
     // Connections still open at exit (a keep-alive pool): replay stops waiting for them there.
+    // Only when the loop ran dry ('beforeExit'): after process.exit() the replayed program
+    // stops at the same call, before it could take those marks, and they were left over (a
+    // divergence for every CLI that exits explicitly with a keep-alive connection open).
+    let ranDry = false;
+    process.on('beforeExit', () => {
+      ranDry = true;
+    });
     process.on('exit', () => {
       if (!ev.on) return;
+      if (!ranDry) {
+        open.clear();
+        return;
+      }
       for (const c of open) {
         ev.done(c.cur, { t: 'o' });
         if (c.held) ev.done(c.key, { t: 'o' });

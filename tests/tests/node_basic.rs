@@ -643,3 +643,63 @@ s.listen(0, '127.0.0.1', async () => {
         assert_eq!(rep.stdout_text(), rec.stdout_text());
     }
 }
+
+/// A client that exits with process.exit() while a keep-alive connection is still open (a CLI
+/// ending its run): the replay ends at the same call, with nothing left over.
+#[test]
+fn process_exit_with_a_keep_alive_connection_open_replays() {
+    use std::io::{Read, Write};
+    if !have_node() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = package(dir.path());
+    // One response per connection, which then stays open.
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for mut c in server.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let mut got = Vec::new();
+            while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let _ = c.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nhello",
+            );
+            held.push(c);
+        }
+    });
+    let script = dir.path().join("ka.js");
+    std::fs::write(
+        &script,
+        format!(
+            r#"
+const http = require('http');
+const agent = new http.Agent({{ keepAlive: true }});
+http.get('http://127.0.0.1:{port}/x', {{ agent }}, (res) => {{
+  let d = '';
+  res.on('data', (c) => (d += c));
+  res.on('end', () => {{
+    console.log(res.statusCode, d);
+    process.exit(0);
+  }});
+}});
+"#
+        ),
+    )
+    .unwrap();
+    let log = dir.path().join("ka.replay");
+    let rec = node(&pkg, "record", &log, &script);
+    assert_eq!(rec.code(), 0, "{}", rec.stderr);
+    assert_eq!(rec.stdout_text(), "200 hello\n");
+    for _ in 0..2 {
+        let rep = node(&pkg, "replay", &log, &script);
+        assert_eq!(rep.code(), 0, "{}", rep.stderr);
+        assert_eq!(rep.stdout_text(), rec.stdout_text());
+    }
+}
