@@ -49,7 +49,7 @@ const DISPATCHER: &[&str] = &[
 ];
 
 /// Number of wrapped natives.
-pub const COUNT: usize = 47;
+pub const COUNT: usize = 54;
 
 /// The wrapped natives, in kind order: (declaring classes, names on JDK 17 / later JDKs,
 /// descriptor).
@@ -141,6 +141,19 @@ const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
         &["bufferedCopy0"],
         "(IIJIJ)V",
     ),
+    // Changes of the file system (src/fsmeta.rs `change`, src/nio.rs `change`): they run
+    // live in both modes and return the recorded outcome in replay.
+    (
+        UFS,
+        &["createDirectory", "createDirectory0"],
+        "(Ljava/io/File;)Z",
+    ),
+    (UFS, &["delete0"], "(Ljava/io/File;)Z"),
+    (UFS, &["rename0"], "(Ljava/io/File;Ljava/io/File;)Z"),
+    (UND, &["mkdir0"], "(JI)V"),
+    (UND, &["unlink0"], "(J)V"),
+    (UND, &["rmdir0"], "(J)V"),
+    (UND, &["rename0"], "(JJ)V"),
 ];
 
 /// Kind names, indexed like [`NATIVES`].
@@ -194,6 +207,13 @@ pub const KINDS: [&str; COUNT] = [
     "sun.nio.fs.UnixCopyFile.transfer",
     "sun.nio.fs.LinuxNativeDispatcher.directCopy",
     "sun.nio.fs.UnixFileSystem.bufferedCopy",
+    "java.io.UnixFileSystem.createDirectory",
+    "java.io.UnixFileSystem.delete",
+    "java.io.UnixFileSystem.rename",
+    "sun.nio.fs.UnixNativeDispatcher.mkdir",
+    "sun.nio.fs.UnixNativeDispatcher.unlink",
+    "sun.nio.fs.UnixNativeDispatcher.rmdir",
+    "sun.nio.fs.UnixNativeDispatcher.rename",
 ];
 const OPEN: usize = 0;
 const READ: usize = 1;
@@ -242,6 +262,13 @@ const NIO_IS_OTHER: usize = 43;
 pub(crate) const COPY_TRANSFER: usize = 44;
 pub(crate) const COPY_DIRECT: usize = 45;
 pub(crate) const COPY_BUFFERED: usize = 46;
+pub(crate) const IO_MKDIR: usize = 47;
+pub(crate) const IO_DELETE: usize = 48;
+pub(crate) const IO_RENAME: usize = 49;
+pub(crate) const NIO_MKDIR: usize = 50;
+pub(crate) const NIO_UNLINK: usize = 51;
+pub(crate) const NIO_RMDIR: usize = 52;
+pub(crate) const NIO_RENAME: usize = 53;
 /// `RandomAccessFile`'s mode bit for "r": only read-only opens are events (a file opened for
 /// writing must really be open in replay, so it stays live).
 const RAF_O_RDONLY: jint = 1;
@@ -318,6 +345,13 @@ fn wrapper(i: usize) -> *mut c_void {
         COPY_TRANSFER => copy::transfer as copy::TransferFn as *mut c_void,
         COPY_DIRECT => copy::direct_copy0 as copy::DirectFn as *mut c_void,
         COPY_BUFFERED => copy::buffered_copy0 as copy::BufferedFn as *mut c_void,
+        IO_MKDIR => fsmeta::create_directory as fsmeta::FileBoolFn as *mut c_void,
+        IO_DELETE => fsmeta::delete0 as fsmeta::FileBoolFn as *mut c_void,
+        IO_RENAME => fsmeta::rename0 as fsmeta::RenameFn as *mut c_void,
+        NIO_MKDIR => nio::mkdir0 as nio::MkdirFn as *mut c_void,
+        NIO_UNLINK => nio::unlink0 as nio::PathFn as *mut c_void,
+        NIO_RMDIR => nio::rmdir0 as nio::PathFn as *mut c_void,
+        NIO_RENAME => nio::rename0 as nio::RenameFn as *mut c_void,
         _ => output::fork_and_exec as output::ForkFn as *mut c_void,
     }
 }

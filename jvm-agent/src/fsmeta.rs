@@ -14,7 +14,8 @@
 
 use crate::fileio::{
     begin_path, orig, pending_exception, record_one, replay_one, run, scalar_event, throw_recorded,
-    KINDS, META_ACCESS, META_ATTRS, META_LENGTH, META_LIST, META_MTIME,
+    IO_DELETE, IO_MKDIR, IO_RENAME, KINDS, META_ACCESS, META_ATTRS, META_LENGTH, META_LIST,
+    META_MTIME,
 };
 use crate::{agent, clear_exception};
 use jni::objects::{JFieldID, JObject, JObjectArray, JString};
@@ -219,4 +220,76 @@ fn new_names(env: &mut JNIEnv, names: &[&str]) -> Option<jobjectArray> {
         let _ = env.delete_local_ref(s);
     }
     Some(arr.into_raw())
+}
+
+pub type FileBoolFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> jboolean;
+pub type RenameFn =
+    unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject, jobject) -> jboolean;
+
+/// A change of the file system through java.io.File (`mkdir`, `delete`, `renameTo`): it runs
+/// live in both modes (its effect is the program's output on disk), and its outcome is an
+/// input. Replay returns the recorded outcome: a directory the recording made exists now,
+/// and `mkdir` after an `exists` that replays "no" must not return false where the recorded
+/// one returned true (ant's `<mkdir>` then asks again and diverges); a change that failed in
+/// the recording is not made.
+fn change(raw: *mut RawJniEnv, i: usize, files: &[jobject], live: impl Fn() -> i64) -> i64 {
+    run(KINDS[i], live, |call| {
+        let mut key = Vec::new();
+        for f in files {
+            key.extend_from_slice(event_path(raw, *f)?.as_bytes());
+            key.push(0);
+        }
+        let mut c = begin_path(raw)?;
+        let digest = path_digest(&key, 0);
+        match &c.a.core.session {
+            Session::Record(_) => {
+                let r = call();
+                let ex = pending_exception(&mut c.env);
+                record_one(c.a, i, digest, r, ex.as_deref(), None);
+                Some(r)
+            }
+            Session::Replay(_) => {
+                let o = replay_one(&mut c, i, digest)?;
+                if o.thrown {
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
+                    return Some(0);
+                }
+                if o.ret != 0 {
+                    // Made again; how it goes now is not the program's business (an
+                    // exception it throws is dropped without a word).
+                    call();
+                    let _ = c.env.exception_clear();
+                }
+                Some(o.ret)
+            }
+        }
+    })
+}
+
+/// `createDirectory(File)` (JDK 21+: `createDirectory0`): `File.mkdir`, and `mkdirs` per level.
+pub unsafe extern "system" fn create_directory(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    f: jobject,
+) -> jboolean {
+    // SAFETY (each `orig`): the saved original of this very native, with the JVM's arguments.
+    let live = || unsafe { orig::<FileBoolFn>(IO_MKDIR)(raw, this, f) } as i64;
+    (change(raw, IO_MKDIR, &[f], live) != 0) as jboolean
+}
+
+/// `delete0(File)`: `File.delete`.
+pub unsafe extern "system" fn delete0(raw: *mut RawJniEnv, this: jobject, f: jobject) -> jboolean {
+    let live = || unsafe { orig::<FileBoolFn>(IO_DELETE)(raw, this, f) } as i64;
+    (change(raw, IO_DELETE, &[f], live) != 0) as jboolean
+}
+
+/// `rename0(File, File)`: `File.renameTo`.
+pub unsafe extern "system" fn rename0(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    from: jobject,
+    to: jobject,
+) -> jboolean {
+    let live = || unsafe { orig::<RenameFn>(IO_RENAME)(raw, this, from, to) } as i64;
+    (change(raw, IO_RENAME, &[from, to], live) != 0) as jboolean
 }

@@ -50,8 +50,8 @@
 use crate::fileio::{
     begin, begin_path, orig, record_one, replay_one, run, throw_recorded, Call, CLEANUP_CLOSE,
     FD_CLOSE, KINDS, NEXT_STREAM, NIO_ACCESS, NIO_ACCESS_ERRNO, NIO_CLOSE, NIO_CLOSEDIR,
-    NIO_EXISTS, NIO_FDOPENDIR, NIO_LSTAT, NIO_OPEN, NIO_OPENDIR, NIO_READDIR, NIO_STAT,
-    NIO_STAT_ERRNO, NIO_STAT_MODE,
+    NIO_EXISTS, NIO_FDOPENDIR, NIO_LSTAT, NIO_MKDIR, NIO_OPEN, NIO_OPENDIR, NIO_READDIR,
+    NIO_RENAME, NIO_RMDIR, NIO_STAT, NIO_STAT_ERRNO, NIO_STAT_MODE, NIO_UNLINK,
 };
 use crate::fsmeta::path_digest;
 use crate::{agent, clear_exception, guarded};
@@ -769,6 +769,84 @@ pub unsafe extern "system" fn closedir(raw: *mut RawJniEnv, cls: jclass, dp: jlo
         }),
         _ => unsafe { orig::<ClosedirFn>(NIO_CLOSEDIR)(raw, cls, dp) },
     }
+}
+
+pub type MkdirFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jlong, jint);
+pub type PathFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jlong);
+pub type RenameFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jlong, jlong);
+
+/// A change of the file system through NIO (`Files.createDirectory`, `delete`, `move`): as
+/// java.io's (src/fsmeta.rs `change`), it runs live in both modes and replay returns the
+/// recorded outcome; a recorded failure throws the recorded UnixException without acting.
+fn change(raw: *mut RawJniEnv, i: usize, paths: &[jlong], arg: i64, live: impl Fn()) {
+    let live = || {
+        live();
+        0i64
+    };
+    run(KINDS[i], live, |call| {
+        agent()?;
+        crate::fileio::FILE_EVENT.get()?;
+        let mut key = Vec::new();
+        for p in paths {
+            if *p == 0 {
+                return None;
+            }
+            // SAFETY: the JDK passes NUL-terminated paths in native buffers it owns.
+            key.extend_from_slice(unsafe { CStr::from_ptr(*p as *const c_char) }.to_bytes());
+            key.push(0);
+        }
+        let mut c = begin_path(raw)?;
+        let digest = path_digest(&key, arg);
+        match &c.a.core.session {
+            Session::Record(_) => {
+                call();
+                match pending_failure(&mut c.env) {
+                    Some((errno, text)) => {
+                        record_failure(&c, i, digest, -1, errno, text.as_deref())
+                    }
+                    None => record_one(c.a, i, digest, 0, None, None),
+                }
+                Some(0)
+            }
+            Session::Replay(_) => {
+                let o = replay_one(&mut c, i, digest)?;
+                if o.thrown {
+                    throw_failure(&mut c.env, o.errno, o.data.as_deref());
+                    return Some(0);
+                }
+                // Made again; how it goes now is not the program's business (an
+                // exception it throws is dropped without a word).
+                call();
+                let _ = c.env.exception_clear();
+                Some(0)
+            }
+        }
+    });
+}
+
+/// `mkdir0(path, mode)`: `Files.createDirectory`, `createDirectories` per level.
+pub unsafe extern "system" fn mkdir0(raw: *mut RawJniEnv, cls: jclass, path: jlong, mode: jint) {
+    // SAFETY (each `orig`): the saved original of this very native, with the JVM's arguments.
+    let live = || unsafe { orig::<MkdirFn>(NIO_MKDIR)(raw, cls, path, mode) };
+    change(raw, NIO_MKDIR, &[path], i64::from(mode), live);
+}
+
+/// `unlink0(path)`: `Files.delete` of a file.
+pub unsafe extern "system" fn unlink0(raw: *mut RawJniEnv, cls: jclass, path: jlong) {
+    let live = || unsafe { orig::<PathFn>(NIO_UNLINK)(raw, cls, path) };
+    change(raw, NIO_UNLINK, &[path], 0, live);
+}
+
+/// `rmdir0(path)`: `Files.delete` of a directory.
+pub unsafe extern "system" fn rmdir0(raw: *mut RawJniEnv, cls: jclass, path: jlong) {
+    let live = || unsafe { orig::<PathFn>(NIO_RMDIR)(raw, cls, path) };
+    change(raw, NIO_RMDIR, &[path], 0, live);
+}
+
+/// `rename0(from, to)`: `Files.move` within a file system.
+pub unsafe extern "system" fn rename0(raw: *mut RawJniEnv, cls: jclass, from: jlong, to: jlong) {
+    let live = || unsafe { orig::<RenameFn>(NIO_RENAME)(raw, cls, from, to) };
+    change(raw, NIO_RENAME, &[from, to], 0, live);
 }
 
 #[cfg(test)]

@@ -200,3 +200,40 @@ fn files_copy_writes_the_recorded_bytes_after_the_source_changed() {
         );
     }
 }
+
+/// Changes of the file system (java.io `mkdir`/`delete`/`renameTo`, NIO `createDirectory`/
+/// `delete`/`move`) run live in replay and return what the recording got: replayed with
+/// the directories the recording made still there and a file in the way of a delete that
+/// failed, the program prints the same and the changes that succeeded happen again.
+#[test]
+fn file_system_changes_return_their_recorded_outcome() {
+    for jdk in jdks() {
+        let n = name(jdk);
+        let r = record(jdk, "Changes", &[], |_| {});
+        assert_eq!(
+            r.out,
+            "made: mkdir true\nnio: created\nnothere: no such file nothere\n\
+             gone: delete false\nmoved\nrenamed true\n",
+            "{n}"
+        );
+        let d = r.dir.path();
+        for k in [
+            "java.io.UnixFileSystem.createDirectory",
+            "java.io.UnixFileSystem.delete",
+            "java.io.UnixFileSystem.rename",
+            "sun.nio.fs.UnixNativeDispatcher.mkdir",
+            "sun.nio.fs.UnixNativeDispatcher.rename",
+        ] {
+            assert!(r.kinds.contains_key(k), "{n}: no {k}: {:?}", r.kinds);
+        }
+        // Another world: what the recording made is there, and so are the two files whose
+        // deletion failed in the recording.
+        std::fs::write(d.join("nothere"), "x").unwrap();
+        std::fs::create_dir(d.join("gone")).unwrap();
+        std::fs::write(d.join("gone/keep"), "x").unwrap();
+        assert_replays(jdk, &r, &[], "Changes", &[]);
+        assert!(d.join("made/c.txt").is_file(), "{n}");
+        assert!(d.join("nothere").is_file(), "{n}: a failed delete was made");
+        assert!(d.join("gone/keep").is_file(), "{n}");
+    }
+}
