@@ -343,25 +343,7 @@ int main(int argc, char **argv) {
 fn a_c_program_records_through_the_launcher_alone() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let lib = Path::new(BIN).parent().unwrap().join("libreplay_c.a");
-    let exe = dir.join("cat_clock");
-    let src = write(dir, "cat_clock.c", CAT_CLOCK);
-    let cc = Command::new("cc")
-        .args(["-std=gnu11", "-O1", "-pthread"])
-        .arg(&src)
-        .arg("-I")
-        .arg(repo.join("c-header/include"))
-        .arg(&lib)
-        .args(["-lpthread", "-ldl", "-lm", "-o"])
-        .arg(&exe)
-        .output()
-        .expect("cc is needed");
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    compile_c(dir, "cat_clock", CAT_CLOCK);
     write(dir, "input.txt", "the recorded text\n");
     let (out, rec) = record_change_replay(
         dir,

@@ -130,25 +130,7 @@ fn check(what: &str, measured: &[i128], t: &[(i128, bool)]) {
 fn c_clock_reads_sit_at_their_recorded_times() {
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let lib = Path::new(BIN).parent().unwrap().join("libreplay_c.a");
-    let src = dir.join("gaps.c");
-    std::fs::write(&src, C_GAPS).unwrap();
-    let cc = Command::new("cc")
-        .args(["-std=gnu11", "-O1", "-pthread"])
-        .arg(&src)
-        .arg("-I")
-        .arg(repo.join("c-header/include"))
-        .arg(&lib)
-        .args(["-lpthread", "-ldl", "-lm", "-o"])
-        .arg(dir.join("gaps"))
-        .output()
-        .expect("cc is needed");
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    compile_c(dir, "gaps", C_GAPS);
     let m = record(dir, &["./gaps"]);
     check("c", &m, &times(dir, "c.clock_gettime"));
 }

@@ -583,6 +583,14 @@ impl Replayer {
         *events = rest;
     }
 
+    /// The calling thread's binding for this replay, made at its first call.
+    fn bound<'a>(&self, l: &'a mut Option<Local>) -> &'a mut Local {
+        if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
+            return l.insert(self.bind(None, ""));
+        }
+        l.as_mut().expect("a binding of this replay")
+    }
+
     /// Binds the calling thread to a recorded logical thread: by name when it has one,
     /// else the next unnamed recorded thread in order of first appearance.
     fn bind(&self, want: Option<u32>, name: &str) -> Local {
@@ -679,10 +687,7 @@ impl Replayer {
     ) -> Result<Event, Box<Divergence>> {
         let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
-            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                *l = Some(self.bind(None, ""));
-            }
-            let local = l.as_mut().unwrap();
+            let local = self.bound(&mut l);
             let actual = Actual {
                 kind,
                 site,
@@ -817,10 +822,7 @@ impl Replayer {
             .flatten();
         let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
-            if l.as_ref().is_none_or(|x| x.gen != gen) {
-                *l = Some(self.bind(None, ""));
-            }
-            let local = l.as_mut().unwrap();
+            let local = self.bound(&mut l);
             let ev = match stashed {
                 Some(ev) => ev,
                 None => loop {
@@ -887,10 +889,7 @@ impl Replayer {
         LOCAL
             .try_with(|l| {
                 let mut l = l.borrow_mut();
-                if l.as_ref().is_none_or(|x| x.gen != gen) {
-                    *l = Some(self.bind(None, ""));
-                }
-                let local = l.as_mut().unwrap();
+                let local = self.bound(&mut l);
                 let found = loop {
                     let Some(k) = self.peek(local).map(|e| e.kind) else {
                         break false;
@@ -916,10 +915,7 @@ impl Replayer {
         LOCAL
             .try_with(|l| {
                 let mut l = l.borrow_mut();
-                if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                    *l = Some(self.bind(None, ""));
-                }
-                let local = l.as_mut().unwrap();
+                let local = self.bound(&mut l);
                 self.peek(local).is_some()
             })
             .unwrap_or(false)
@@ -1115,10 +1111,7 @@ impl Replayer {
     ) -> Result<u32, Box<Divergence>> {
         let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
-            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                *l = Some(self.bind(None, ""));
-            }
-            let local = l.as_mut().unwrap();
+            let local = self.bound(&mut l);
             loop {
                 {
                     let mut u = self.inner.unordered.lock().unwrap();
@@ -1272,10 +1265,7 @@ impl Replayer {
     pub fn next_unordered(&self, kind: u32, site: u32) -> Result<Event, Box<Divergence>> {
         let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();
-            if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                *l = Some(self.bind(None, ""));
-            }
-            let local = l.as_mut().unwrap();
+            let local = self.bound(&mut l);
             loop {
                 {
                     let mut u = self.inner.unordered.lock().unwrap();
@@ -1317,10 +1307,7 @@ impl Replayer {
         LOCAL
             .try_with(|l| {
                 let mut l = l.borrow_mut();
-                if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                    *l = Some(self.bind(None, ""));
-                }
-                let local = l.as_ref().unwrap();
+                let local = self.bound(&mut l);
                 (local.thread, local.name.clone())
             })
             .unwrap_or((u32::MAX, "exiting thread".into()))
@@ -1331,10 +1318,7 @@ impl Replayer {
         LOCAL
             .try_with(|l| {
                 let mut l = l.borrow_mut();
-                if l.as_ref().is_none_or(|x| x.gen != self.inner.gen) {
-                    *l = Some(self.bind(None, ""));
-                }
-                l.as_ref().map_or(u32::MAX, |x| x.thread)
+                self.bound(&mut l).thread
             })
             .unwrap_or(u32::MAX)
     }

@@ -241,28 +241,21 @@ fn change(raw: *mut RawJniEnv, i: usize, files: &[jobject], live: impl Fn() -> i
         }
         let mut c = begin_path(raw)?;
         let digest = path_digest(&key, 0);
-        match &c.a.core.session {
-            Session::Record(_) => {
-                let r = call();
-                let ex = pending_exception(&mut c.env);
-                record_one(c.a, i, digest, r, ex.as_deref(), None);
-                Some(r)
-            }
-            Session::Replay(_) => {
-                let o = replay_one(&mut c, i, digest)?;
-                if o.thrown {
-                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
-                    return Some(0);
-                }
-                if o.ret != 0 {
-                    // Made again; how it goes now is not the program's business (an
-                    // exception it throws is dropped without a word).
-                    call();
-                    let _ = c.env.exception_clear();
-                }
-                Some(o.ret)
-            }
+        if matches!(c.a.core.session, Session::Record(_)) {
+            return scalar_event(&mut c, i, digest, call);
         }
+        let o = replay_one(&mut c, i, digest)?;
+        if o.thrown {
+            throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
+            return Some(0);
+        }
+        if o.ret != 0 {
+            // Made again; how it goes now is not the program's business (an exception it
+            // throws is dropped without a word).
+            call();
+            let _ = c.env.exception_clear();
+        }
+        Some(o.ret)
     })
 }
 

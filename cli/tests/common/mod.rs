@@ -172,3 +172,29 @@ pub fn bad_numbers(path: &Path, skip: Option<u64>, twice: Option<u64>) -> PathBu
     r.finish().unwrap();
     path.to_path_buf()
 }
+
+/// Compiles C `source` (written to `dir/<name>.c`) against `replay.h` and this build's
+/// `libreplay_c.a`, into `dir/<name>`.
+pub fn compile_c(dir: &Path, name: &str, source: &str) -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let lib = Path::new(BIN).parent().unwrap().join("libreplay_c.a");
+    let src = dir.join(format!("{name}.c"));
+    std::fs::write(&src, source).unwrap();
+    let exe = dir.join(name);
+    let cc = Command::new("cc")
+        .args(["-std=gnu11", "-O1", "-pthread"])
+        .arg(&src)
+        .arg("-I")
+        .arg(repo.join("c-header/include"))
+        .arg(&lib)
+        .args(["-lpthread", "-ldl", "-lm", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("cc is needed");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    exe
+}
