@@ -45,8 +45,25 @@ fn own(stderr: &str) -> String {
     }
 }
 
-/// The issue's program: its stdout depends on an environment variable no hook covers.
-const ECHO_X: &str = "echo \"X=$X\"; echo err >&2";
+/// The issue's program: its stdout depends on a file no hook covers (`sh` has no front end;
+/// its environment and stdin would come back from the recording).
+const ECHO_X: &str = "echo \"X=$(cat x.txt)\"; echo err >&2";
+
+/// Sets what the programs above read: the file `x.txt` in `dir`.
+fn x_is(dir: &Path, x: &str) {
+    std::fs::write(dir.join("x.txt"), x).unwrap();
+}
+
+/// Makes the file `name` in `dir` hold `text` (`None`: removes it), for scripts that take
+/// another path in replay: their environment would come back from the recording.
+fn set(dir: &Path, name: &str, text: Option<&str>) {
+    match text {
+        Some(t) => std::fs::write(dir.join(name), t).unwrap(),
+        None => {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
+    }
+}
 
 const SHOW: &str = "echo \"mode=$REPLAY_MODE tree=${REPLAY_TREE-unset} policy=${REPLAY_POLICY-unset} x=${REPLAY_MY_KEY-unset} log=${REPLAY_LOG-unset}\"";
 
@@ -104,7 +121,7 @@ fn record_passes_environment_and_status() {
     let log = Path::new(tree).file_name().unwrap().to_str().unwrap();
     let last = r.stderr.lines().last().unwrap();
     assert!(
-        last.starts_with("replay: recorded only the program's output (")
+        last.starts_with("replay: recorded only the program's environment, stdin and output (")
             && last.contains(&format!(") in {log}.stdio: no process opened a log")),
         "{}",
         r.stderr
@@ -139,7 +156,7 @@ fn record_passes_environment_and_status() {
         [
             format!("replay: recording into {}", dir.display()),
             format!(
-                "replay: recorded only the program's output ({:.1} KiB) in {}: no process \
+                "replay: recorded only the program's environment, stdin and output ({:.1} KiB) in {}: no process \
                  opened a log (a C program records once it calls replay_init_from_env(); \
                  Java and Node ones do when this launcher starts them)",
                 std::fs::metadata(dir.join("output.replay")).unwrap().len() as f64 / 1024.0,
@@ -278,7 +295,8 @@ fn count(haystack: &str, needle: &str) -> usize {
 #[test]
 fn output_that_depends_on_an_unhooked_input_diverges() {
     let d = tempfile::tempdir().unwrap();
-    let rec = record_sh(d.path(), &[("X", "one")], ECHO_X);
+    x_is(d.path(), "one");
+    let rec = record_sh(d.path(), &[], ECHO_X);
     assert_eq!(rec.code, 0, "{}", rec.stderr);
     assert_eq!(rec.stdout, b"X=one\n", "the output passes through");
     assert_eq!(own(&rec.stderr), "err\n");
@@ -290,12 +308,13 @@ fn output_that_depends_on_an_unhooked_input_diverges() {
     );
     assert!(info.stdout.contains("output.stdout"), "{}", info.stdout);
 
-    let same = replay_sh(d.path(), &[("X", "one")], &[], ECHO_X);
+    let same = replay_sh(d.path(), &[], &[], ECHO_X);
     assert_eq!(same.code, 0, "{}", same.stderr);
     assert_eq!(same.stdout, rec.stdout);
     assert_eq!(same.stderr, "err\n", "nothing but the program's own stderr");
 
-    let other = replay_sh(d.path(), &[("X", "two")], &[], ECHO_X);
+    x_is(d.path(), "two");
+    let other = replay_sh(d.path(), &[], &[], ECHO_X);
     assert_eq!(other.code, 86, "{}", other.stderr);
     assert_eq!(
         other.stdout, b"X=two\n",
@@ -312,7 +331,7 @@ fn output_that_depends_on_an_unhooked_input_diverges() {
     assert_eq!(count(e, "DIVERGENCE"), 1, "{e}");
 
     // Under warn-live the program runs to its end, and the launcher says replay diverged.
-    let live = replay_sh(d.path(), &[("X", "two")], &["policy=warn-live"], ECHO_X);
+    let live = replay_sh(d.path(), &[], &["policy=warn-live"], ECHO_X);
     assert_eq!(live.code, 0, "{}", live.stderr);
     assert_eq!(live.stdout, b"X=two\n");
     assert!(live.stderr.contains("(policy warn-live"), "{}", live.stderr);
@@ -323,12 +342,7 @@ fn output_that_depends_on_an_unhooked_input_diverges() {
     );
 
     // The policy can come from the environment, as for the program's front end.
-    let env = replay_sh(
-        d.path(),
-        &[("X", "two"), ("REPLAY_POLICY", "warn-continue")],
-        &[],
-        ECHO_X,
-    );
+    let env = replay_sh(d.path(), &[("REPLAY_POLICY", "warn-continue")], &[], ECHO_X);
     assert_eq!(env.code, 0, "{}", env.stderr);
     assert!(
         env.stderr.contains("(policy warn-continue"),
@@ -340,22 +354,25 @@ fn output_that_depends_on_an_unhooked_input_diverges() {
 #[test]
 fn verify_output_off_compares_and_records_nothing() {
     let d = tempfile::tempdir().unwrap();
-    record_sh(d.path(), &[("X", "one")], ECHO_X);
-    // sh has no front end, so only a.replay.stdio exists: enough to replay, with the output
-    // compared; without the comparison, a.replay must be a log.
-    let off = replay_sh(d.path(), &[("X", "two")], &["verify-output=off"], ECHO_X);
-    assert_eq!(off.code, 3, "{}", off.stderr);
-    assert!(off.stdout.is_empty());
-    standard(&d.path().join("a.replay"), None);
-    let off = replay_sh(d.path(), &[("X", "two")], &["verify-output=off"], ECHO_X);
+    x_is(d.path(), "one");
+    record_sh(d.path(), &[], ECHO_X);
+    // sh has no front end, so only a.replay.stdio exists: enough to replay, with or without
+    // the output compared (it holds the program's environment and stdin too).
+    x_is(d.path(), "two");
+    let off = replay_sh(d.path(), &[], &["verify-output=off"], ECHO_X);
     assert_eq!(off.code, 0, "{}", off.stderr);
     assert_eq!(off.stdout, b"X=two\n");
-    // The log there is no process to replay (sh has no front end) is said.
+    assert_eq!(off.stderr, "err\n");
+    // A log there is no process to replay (sh has no front end) is said.
+    standard(&d.path().join("a.replay"), None);
+    let off = replay_sh(d.path(), &[], &["verify-output=off"], ECHO_X);
+    assert_eq!(off.code, 0, "{}", off.stderr);
     assert_eq!(
         off.stderr,
         "err\nreplay: note: recorded process 1 (a.replay) did not run in this replay\n"
     );
-    // Not recorded either: no output log, so replay says in one line it cannot compare.
+    // Not recorded either: the launcher's log holds the environment and stdin only, and
+    // replay says in one line that it cannot compare.
     let r = launch_in(
         d.path(),
         &[],
@@ -372,40 +389,41 @@ fn verify_output_off_compares_and_records_nothing() {
         ],
     );
     assert_eq!((r.code, r.stdout.as_slice()), (0, &b"b\n"[..]));
-    assert!(!d.path().join("b.replay.stdio").exists());
-    standard(&d.path().join("b.replay"), None);
+    assert!(
+        r.stderr
+            .contains("replay: recorded only the program's environment and stdin ("),
+        "{}",
+        r.stderr
+    );
     let r = launch_in(
         d.path(),
         &[],
-        &["replay", "--log", "b.replay", "--", "sh", "-c", "echo c"],
+        &["replay", "--log", "b.replay", "--", "sh", "-c", "echo b"],
     );
     assert_eq!(
         (r.code, r.stdout.as_slice()),
-        (0, &b"c\n"[..]),
+        (0, &b"b\n"[..]),
         "{}",
         r.stderr
     );
-    assert_eq!(r.stderr.lines().count(), 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .starts_with("replay: note: b.replay.stdio does not exist"),
-        "{}",
-        r.stderr
+    assert_eq!(
+        r.stderr,
+        "replay: note: b.replay.stdio holds no output of the program (recorded with \
+         verify-output=off, or by an older version): output is not compared\n",
     );
-    assert!(r
-        .stderr
-        .ends_with("(b.replay) did not run in this replay\n"));
 }
 
 #[test]
 fn another_exit_status_diverges() {
     let d = tempfile::tempdir().unwrap();
-    let script = "echo out; exit $CODE";
-    assert_eq!(record_sh(d.path(), &[("CODE", "3")], script).code, 3);
-    let same = replay_sh(d.path(), &[("CODE", "3")], &[], script);
+    let script = "echo out; exit $(cat code)";
+    set(d.path(), "code", Some("3"));
+    assert_eq!(record_sh(d.path(), &[], script).code, 3);
+    let same = replay_sh(d.path(), &[], &[], script);
     assert_eq!(same.code, 3, "{}", same.stderr);
     assert_eq!(same.stderr, "");
-    let other = replay_sh(d.path(), &[("CODE", "0")], &[], script);
+    set(d.path(), "code", Some("0"));
+    let other = replay_sh(d.path(), &[], &[], script);
     assert_eq!(other.code, 86, "{}", other.stderr);
     assert!(
         other
@@ -457,12 +475,13 @@ fn output_passes_byte_for_byte() {
 #[test]
 fn more_or_less_output_than_recorded_diverges() {
     let d = tempfile::tempdir().unwrap();
-    let script =
-        "echo one; echo two; [ -n \"$MORE\" ] && echo three; [ -n \"$LESS\" ] || echo four; true";
+    let script = "echo one; echo two; [ -f MORE ] && echo three; [ -f LESS ] || echo four; true";
     assert_eq!(record_sh(d.path(), &[], script).code, 0);
     assert_eq!(replay_sh(d.path(), &[], &[], script).code, 0);
 
-    let more = replay_sh(d.path(), &[("MORE", "1")], &[], script);
+    set(d.path(), "MORE", Some(""));
+    let more = replay_sh(d.path(), &[], &[], script);
+    set(d.path(), "MORE", None);
     assert_eq!(more.code, 86, "{}", more.stderr);
     assert!(
         more.stderr
@@ -477,7 +496,8 @@ fn more_or_less_output_than_recorded_diverges() {
         more.stderr
     );
 
-    let less = replay_sh(d.path(), &[("LESS", "1")], &[], script);
+    set(d.path(), "LESS", Some(""));
+    let less = replay_sh(d.path(), &[], &[], script);
     assert_eq!(less.code, 86, "{}", less.stderr);
     assert_eq!(less.stdout, b"one\ntwo\n");
     assert!(
@@ -496,11 +516,12 @@ fn more_or_less_output_than_recorded_diverges() {
     // Past the recorded end of a stream.
     let d = tempfile::tempdir().unwrap();
     assert_eq!(record_sh(d.path(), &[], "echo one").code, 0);
+    set(d.path(), "MORE", Some(""));
     let past = replay_sh(
         d.path(),
-        &[("MORE", "1")],
         &[],
-        "echo one; [ -n \"$MORE\" ] && echo extra >&2; true",
+        &[],
+        "echo one; [ -f MORE ] && echo extra >&2; true",
     );
     assert_eq!(past.code, 86, "{}", past.stderr);
     assert!(
@@ -524,15 +545,17 @@ fn a_front_end_report_is_not_reported_twice() {
     // the report on stderr, then exit 86. The launcher passes both through and adds nothing.
     // A front end's note (NOTE) in one run only is not a difference in the program's output.
     let script = r#"echo out
-if [ -n "$REPORT" ]; then
+if [ -f REPORT ]; then
   echo 'replay: DIVERGENCE: event #3 in thread 0 "main": the program made a different call than the recording' >&2
   echo '  next: replay dump a.replay --around 3' >&2
   exit 86
 fi
-[ -n "$NOTE" ] && echo 'replay: note: something the record run did not say' >&2
+[ -f NOTE ] && echo 'replay: note: something the record run did not say' >&2
 echo err >&2"#;
     assert_eq!(record_sh(d.path(), &[], script).code, 0);
-    let r = replay_sh(d.path(), &[("REPORT", "1")], &[], script);
+    set(d.path(), "REPORT", Some(""));
+    let r = replay_sh(d.path(), &[], &[], script);
+    set(d.path(), "REPORT", None);
     assert_eq!(r.code, 86, "{}", r.stderr);
     assert_eq!(count(&r.stderr, "DIVERGENCE"), 1, "{}", r.stderr);
     assert!(
@@ -541,7 +564,8 @@ echo err >&2"#;
         "{}",
         r.stderr
     );
-    let r = replay_sh(d.path(), &[("NOTE", "1")], &[], script);
+    set(d.path(), "NOTE", Some(""));
+    let r = replay_sh(d.path(), &[], &[], script);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         r.stderr,
@@ -554,14 +578,19 @@ fn a_stopped_replay_does_not_wait_for_what_the_program_left_running() {
     let d = tempfile::tempdir().unwrap();
     // The shell's background sleep keeps the output pipes open after the shell is killed
     // (diverged) or has exited (no divergence).
-    let script = "echo \"X=$X\"; sleep 30 & [ -n \"$WAIT\" ] && wait; true";
-    assert_eq!(record_sh(d.path(), &[("X", "one")], script).code, 0);
+    let script = "echo \"X=$(cat x.txt)\"; sleep 30 & [ -f wait ] && wait; true";
+    x_is(d.path(), "one");
+    assert_eq!(record_sh(d.path(), &[], script).code, 0);
     let t = Instant::now();
-    let r = replay_sh(d.path(), &[("X", "two"), ("WAIT", "1")], &[], script);
+    x_is(d.path(), "two");
+    std::fs::write(d.path().join("wait"), "").unwrap();
+    let r = replay_sh(d.path(), &[], &[], script);
     assert_eq!(r.code, 86, "{}", r.stderr);
     assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
     let t = Instant::now();
-    let r = replay_sh(d.path(), &[("X", "one")], &[], script);
+    x_is(d.path(), "one");
+    std::fs::remove_file(d.path().join("wait")).unwrap();
+    let r = replay_sh(d.path(), &[], &[], script);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
 }

@@ -23,6 +23,7 @@
 //! end (`replay: DIVERGENCE: ...`) ends the comparison: the program reported itself, and a
 //! second report of the launcher on the report's own text would only bury it.
 
+use super::inputs;
 use super::recordings;
 use super::runtime::{self, Kind};
 use crate::log::{self, Fail, Res};
@@ -141,6 +142,9 @@ impl Common {
 /// The program's environment additions, and the options of the launcher's own core.
 struct Setup {
     env: Vec<(String, OsString)>,
+    /// Options appended to a space-separated variable (`NODE_OPTIONS`, `JAVA_TOOL_OPTIONS`)
+    /// of the environment the program gets: this machine's, or in replay the recorded one.
+    appends: Vec<(String, String)>,
     /// Variables of this process's environment the program must not inherit.
     remove: Vec<String>,
     options: Options,
@@ -182,6 +186,7 @@ impl Setup {
         .to_vec();
         Ok(Setup {
             env,
+            appends: Vec::new(),
             remove,
             options,
             announce: None,
@@ -223,7 +228,7 @@ impl Setup {
                 // `env`: the agent reads REPLAY_MODE, REPLAY_LOG and REPLAY_<KEY> as the
                 // C header does, so this text is the same in record and replay.
                 let opt = format!("-agentpath:{}=env", agent.display());
-                runtime::append_opt("JAVA_TOOL_OPTIONS", &opt, &mut self.env);
+                self.appends.push(("JAVA_TOOL_OPTIONS".into(), opt));
             }
             None if kind == Kind::Java => return Err(missing(runtime::AGENT, "the JVM agent")),
             None => {}
@@ -244,7 +249,7 @@ impl Setup {
             _ if own_addon => {}
             Ok(dir) => {
                 let opt = format!("--require={}", runtime::node_quote(&dir.join("index.js")));
-                runtime::append_opt("NODE_OPTIONS", &opt, &mut self.env);
+                self.appends.push(("NODE_OPTIONS".into(), opt));
             }
             Err(f) if kind == Kind::Node => return Err(f),
             Err(_) => {}
@@ -258,6 +263,23 @@ impl Setup {
             .push((tree::ENV_TREE.into(), dir.as_os_str().to_owned()));
         self.env
             .push((tree::ENV_CLAIMS.into(), claims.0.as_os_str().to_owned()));
+    }
+
+    /// The program's whole environment, made from `base` (this machine's, or the recorded
+    /// one in replay).
+    fn environment(&self, base: Vec<(OsString, OsString)>) -> Vec<(OsString, OsString)> {
+        let mut env: Vec<(OsString, OsString)> = base
+            .into_iter()
+            .filter(|(k, _)| {
+                !self.remove.iter().any(|r| k == r.as_str())
+                    && !self.env.iter().any(|(e, _)| k == e.as_str())
+            })
+            .collect();
+        env.extend(self.env.iter().map(|(k, v)| (k.into(), v.clone())));
+        for (var, opt) in &self.appends {
+            runtime::append_opt(var, opt, &mut env);
+        }
+        env
     }
 }
 
@@ -343,8 +365,9 @@ impl Dest {
 
 pub fn record(a: RecordArgs) -> Res<u8> {
     let dest = Dest::of(a.output.as_deref(), a.log.as_deref())?;
+    let output = Setup::new(&a.common, "record")?.options.verify_output;
     let (code, dest) = record_into(&a.common, dest, true)?;
-    summary(&dest);
+    summary(&dest, output);
     Ok(code)
 }
 
@@ -404,12 +427,14 @@ pub fn record_into(c: &Common, dest: Option<Dest>, announce: bool) -> Res<(u8, D
             }
             claims = Claims::new()?;
             s.tree(&recordings::absolute(Path::new(f)), &claims);
-            s.options.verify_output.then(|| stdio_path(Path::new(f)))
+            // The launcher's log holds the environment and stdin whether or not it holds the
+            // output.
+            Some(stdio_path(Path::new(f)))
         }
         Dest::Dir(d) => {
             claims = Claims::new()?;
             s.tree(d, &claims);
-            s.options.verify_output.then(|| d.join(recordings::OUTPUT))
+            Some(d.join(recordings::OUTPUT))
         }
     };
     if announce {
@@ -428,13 +453,18 @@ const NONE_RECORDED: &str = "no process opened a log (a C program records once i
 replay_init_from_env(); Java and Node ones do when this launcher starts them)";
 
 /// The line after a recording: events, size, where.
-fn summary(dest: &Dest) {
+fn summary(dest: &Dest, output: bool) {
+    let only = if output {
+        "environment, stdin and output"
+    } else {
+        "environment and stdin"
+    };
     match dest {
         Dest::Dir(d) => {
             let r = recordings::Recording::read(d);
             if r.processes.is_empty() {
                 eprintln!(
-                    "replay: recorded only the program's output ({}) in {}: {NONE_RECORDED}",
+                    "replay: recorded only the program's {only} ({}) in {}: {NONE_RECORDED}",
                     recordings::human_size(r.size()),
                     d.display()
                 );
@@ -456,7 +486,7 @@ fn summary(dest: &Dest) {
                 let out = stdio_path(Path::new(f));
                 let size = std::fs::metadata(&out).map_or(0, |m| m.len());
                 eprintln!(
-                    "replay: recorded only the program's output ({}) in {}: {NONE_RECORDED}",
+                    "replay: recorded only the program's {only} ({}) in {}: {NONE_RECORDED}",
                     recordings::human_size(size),
                     out.display()
                 );
@@ -512,7 +542,7 @@ pub fn replay(a: ReplayArgs) -> Res<u8> {
         let claims = Claims::new()?;
         s.tree(&dir, &claims);
         let out = dir.join(recordings::OUTPUT);
-        let stdio = (s.options.verify_output && out.is_file()).then_some(out);
+        let stdio = out.is_file().then_some(out);
         let code = launch(s, &common, Mode::Replay, stdio)?;
         not_replayed(&dir, &claims, code);
         return Ok(children_diverged(&dir, &claims, code));
@@ -520,17 +550,17 @@ pub fn replay(a: ReplayArgs) -> Res<u8> {
     // One log. Fail here, with the log's own error, rather than inside the program. A
     // program without a front end has only its output recorded: LOG.stdio without LOG.
     let stdio = stdio_path(&target);
-    if target.exists() || !(s.options.verify_output && stdio.exists()) {
+    if target.exists() || !stdio.exists() {
         log::open(&target)?;
     }
     s.hooks(&common.cmd)?;
     let claims = Claims::new()?;
     let tree_at = recordings::absolute(&target);
     s.tree(&tree_at, &claims);
-    let stdio = if !s.options.verify_output {
-        None
-    } else if stdio.exists() {
+    let stdio = if stdio.exists() {
         Some(stdio)
+    } else if !s.options.verify_output {
+        None
     } else {
         eprintln!(
             "replay: note: {} does not exist (recorded without the launcher, by an older version, or with verify-output=off): the program's output is not compared",
@@ -705,15 +735,38 @@ fn launch(s: Setup, c: &Common, mode: Mode, stdio: Option<PathBuf>) -> Res<u8> {
         },
         _ => None,
     };
-    let piped = match mode {
-        Mode::Replay => core.is_some(),
-        _ => stdio.is_some(),
-    };
+    let piped = s.options.verify_output
+        && match mode {
+            Mode::Replay => core.is_some(),
+            _ => stdio.is_some(),
+        };
     let mut cmd = Command::new(prog);
-    for k in &s.remove {
-        cmd.env_remove(k);
+    let mut base: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let mut inputs = None;
+    match (mode, &core) {
+        (Mode::Replay, Some(core)) => {
+            let recorded = match inputs::Replaying::take(core) {
+                Ok(r) => r,
+                Err(code) => return Ok(code.clamp(0, 255) as u8),
+            };
+            if let Some(env) = &recorded.env {
+                base = inputs::replay_env(env);
+            }
+            cmd.stdin(recorded.stdin().map_err(|e| {
+                Fail::new(
+                    EXIT_CANNOT_RUN,
+                    format!("cannot give the program its recorded stdin: {e}"),
+                )
+            })?);
+        }
+        (Mode::Record, _) if stdio.is_some() => {
+            let (rec, stdin) = inputs::Recording::stdin();
+            cmd.stdin(stdin);
+            inputs = Some(rec);
+        }
+        _ => {}
     }
-    cmd.args(args).envs(s.env.iter().map(|(k, v)| (k, v)));
+    cmd.args(args).env_clear().envs(s.environment(base));
     if piped {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
@@ -741,11 +794,25 @@ fn launch(s: Setup, c: &Common, mode: Mode, stdio: Option<PathBuf>) -> Res<u8> {
     if mode == Mode::Record {
         // A log that cannot be created leaves the output unrecorded but still passed on.
         core = start().and_then(Result::ok).flatten();
+        if let (Some(core), Some(i)) = (&core, &inputs) {
+            i.start(core);
+        }
     }
+    // Stdin is recorded only once the log is open.
+    let inputs = inputs.filter(|_| core.is_some());
     if !piped {
-        return Ok(exit_code(child.wait().map_err(waited)?));
+        let status = child.wait().map_err(waited)?;
+        let code = exit_code(status);
+        if let (Some(core), Some(i)) = (&core, &inputs) {
+            i.drain(core);
+            core.exit_status(i32::from(code));
+            if let Err(m) = core.shutdown() {
+                eprintln!("replay: {shown}: {m}");
+            }
+        }
+        return Ok(code);
     }
-    let (status, reported) = match pump(core.as_ref(), &mut child, mode) {
+    let (status, reported) = match pump(core.as_ref(), &mut child, mode, inputs.as_ref()) {
         Ok(Pumped::Exited { status, reported }) => (status, reported),
         Ok(Pumped::Stopped(code)) => return Ok(code.clamp(0, 255) as u8),
         Err(e) => {
@@ -840,7 +907,17 @@ const EXIT_CHECK_MS: i32 = 100;
 /// Passes the program's output through and hands it to the core until both pipes end, or
 /// the program exited and nothing more is ready (a process it left behind may hold the
 /// pipes open for ever; what it writes later is not passed on).
-fn pump(core: Option<&Core>, child: &mut Child, mode: Mode) -> io::Result<Pumped> {
+fn pump(
+    core: Option<&Core>,
+    child: &mut Child,
+    mode: Mode,
+    inputs: Option<&inputs::Recording>,
+) -> io::Result<Pumped> {
+    let drain = || {
+        if let (Some(core), Some(i)) = (core, inputs) {
+            i.drain(core);
+        }
+    };
     let mut pipes = [
         child.stdout.take().map(Pipe::Out),
         child.stderr.take().map(Pipe::Err),
@@ -861,6 +938,7 @@ fn pump(core: Option<&Core>, child: &mut Child, mode: Mode) -> io::Result<Pumped
                 revents: 0,
             })
             .collect();
+        drain();
         if fds.iter().all(|f| f.fd < 0) {
             break;
         }
@@ -952,6 +1030,7 @@ fn pump(core: Option<&Core>, child: &mut Child, mode: Mode) -> io::Result<Pumped
         Some(s) => s,
         None => child.wait()?,
     };
+    drain();
     Ok(Pumped::Exited { status, reported })
 }
 

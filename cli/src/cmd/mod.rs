@@ -4,6 +4,7 @@ pub mod diff;
 pub mod dump;
 pub mod hunt;
 pub mod info;
+pub mod inputs;
 pub mod launch;
 pub mod recordings;
 pub mod runtime;

@@ -212,14 +212,13 @@ pub fn node_dir(addon: &Path) -> Result<PathBuf, String> {
     r.map(|()| dir)
 }
 
-/// Appends `opt` to a space-separated options variable that may already be set.
-pub fn append_opt(var: &str, opt: &str, env: &mut Vec<(String, OsString)>) {
+/// Appends `opt` to the space-separated options variable `var` of `env`, which may be set.
+pub fn append_opt(var: &str, opt: &str, env: &mut Vec<(OsString, OsString)>) {
     let old = env
         .iter()
         .rev()
         .find(|(k, _)| k == var)
         .map(|(_, v)| v.clone())
-        .or_else(|| std::env::var_os(var))
         .filter(|v| !v.is_empty());
     let v = match old {
         Some(mut o) => {
@@ -230,7 +229,7 @@ pub fn append_opt(var: &str, opt: &str, env: &mut Vec<(String, OsString)>) {
         None => OsString::from(opt),
     };
     env.retain(|(k, _)| k != var);
-    env.push((var.to_string(), v));
+    env.push((var.into(), v));
 }
 
 /// An option value for NODE_OPTIONS, quoted if it has spaces (Node splits on them).
