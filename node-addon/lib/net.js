@@ -768,8 +768,38 @@ function install(ev) {
   const ownPorts = new Map();
   const loopback = (h) => h === 'localhost' || h === '::1' || h === '::' || h === '0.0.0.0' || /^127\./.test(h);
   const realListen = net.Server.prototype.listen;
+  // listen(0) takes a port the system picks, which a program prints or hands to its clients
+  // (a test server's URL): the port is recorded, and replay asks for the recorded one.
+  const listenKind = ev.kind('node.net.listen');
+  // Where the port is in listen's arguments when the system is to pick it: `i` (a 0, null or
+  // undefined there, or no argument at all: prepend), `options` (an object whose port is 0 or
+  // missing, without path or handle); -1 for a path, a handle or a fixed port.
+  function pickedPort(args) {
+    const a = args[0];
+    if (args.length === 0 || typeof a === 'function') return { i: 0, insert: true };
+    if (a === null || a === undefined || a === 0 || a === '0') return { i: 0 };
+    if (typeof a === 'object' && a.path === undefined && a.fd === undefined && a.handle === undefined
+      && a._handle === undefined && (a.port === undefined || a.port === null || Number(a.port) === 0)) {
+      return { i: 0, options: true };
+    }
+    return null;
+  }
   const listen = like(function listen(...args) {
     const server = this;
+    const picked = ev.on && !ev.busy ? pickedPort(args) : null;
+    if (picked !== null && ev.mode === 'replay') {
+      const v = ev.replay(listenKind, null);
+      if (v !== ev.LIVE && v && typeof v.port === 'number') {
+        if (picked.insert) args.unshift(v.port);
+        else if (picked.options) args[0] = { ...args[0], port: v.port };
+        else args[0] = v.port;
+      }
+    } else if (picked !== null) {
+      server.once('listening', () => {
+        const a = server.address();
+        ev.record(listenKind, null, { port: a !== null && typeof a === 'object' ? a.port : null });
+      });
+    }
     server.once('listening', () => {
       const a = server.address();
       if (a !== null && typeof a === 'object' && typeof a.port === 'number') {

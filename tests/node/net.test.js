@@ -295,6 +295,48 @@ test('ECONNREFUSED replays while a server listens, and a reply while none does',
   }
 });
 
+test('a server on a port the system picks listens on the recorded port in replay', async () => {
+  const dir = tmpdir('net-listen0');
+  // The forms of "any port": listen(0), listen() with a callback, listen({ port: 0 }) and
+  // http's app.listen(0, host); each prints its port and asks itself for a page.
+  const app = script(
+    dir,
+    'listen0.js',
+    `const http = require('http'); const net = require('net');
+     const servers = [
+       (cb) => http.createServer((q, r) => r.end('a' + q.url)).listen(0, cb),
+       (cb) => http.createServer((q, r) => r.end('b' + q.url)).listen(cb),
+       (cb) => http.createServer((q, r) => r.end('c' + q.url)).listen({ port: 0, host: '127.0.0.1' }, cb),
+       (cb) => net.createServer((c) => c.end('d')).listen(0, '127.0.0.1', cb),
+     ];
+     (async () => {
+       for (const start of servers) {
+         const s = await new Promise((resolve) => { const srv = start(() => resolve(srv)); });
+         const port = s.address().port;
+         const body = await new Promise((resolve) => {
+           if (s instanceof http.Server) {
+             http.get({ host: '127.0.0.1', port, path: '/x' }, (r) => { let d = ''; r.on('data', (c) => d += c); r.on('end', () => resolve(d)); });
+           } else {
+             const c = net.connect(port, '127.0.0.1'); let d = ''; c.on('data', (x) => d += x); c.on('end', () => resolve(d));
+           }
+         });
+         console.log('port', port, body);
+         await new Promise((r) => s.close(r));
+       }
+     })();`,
+  );
+  const log = `${dir}/listen0.replay`;
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^port \d+ a\/x\nport \d+ b\/x\nport \d+ c\/x\nport \d+ d\n$/);
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stdout, rec.stdout);
+  // Live, the system picks other ports: the replay was not a coincidence.
+  const live = runNode(null, null, app);
+  assert.notStrictEqual(live.stdout, rec.stdout);
+});
+
 // A hook has the own properties of the function it replaces, so a program or library that
 // looks sees what it would without the addon: strict mode (no own `caller` or `arguments`;
 // also no mapped `arguments` object per call: a sloppy emit hook cost every socket event
