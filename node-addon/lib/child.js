@@ -9,7 +9,9 @@
 // as before (replay counts them as ran live): a child the launcher's process tree records into
 // its own log (its environment carries REPLAY_TREE and REPLAY_MODE, and it runs node, java, or a
 // shell command naming one of them: core/src/tree.rs), an 'ipc' channel (fork), other fds or
-// streams as stdio slots.
+// streams as stdio slots, a detached child with an inherited stdout or stderr (a daemon that
+// outlives the parent: a pipe of the parent's would kill it with SIGPIPE once the parent is
+// gone).
 //
 // Record (async): the child runs; one event `node.child.spawn` (input: the decision, file and
 // arguments) holds the spawn's result (0 or an errno such as ENOENT) and pid. Then, as
@@ -362,7 +364,11 @@ function install(ev, native) {
     let how = 'live';
     try {
       modes = slots(options.stdio);
-      if (modes !== null && !recordedByTree(options.file, options.args, options.envPairs)) how = 'parent';
+      // A detached child writing to an inherited stdout/stderr is meant to outlive the parent
+      // (a daemon): through a pipe of the parent's it would die of SIGPIPE at its first write
+      // after the parent exited. It runs live, writing where it would.
+      const daemon = options.detached && modes !== null && (modes[1] === 'inherit' || modes[2] === 'inherit');
+      if (modes !== null && !daemon && !recordedByTree(options.file, options.args, options.envPairs)) how = 'parent';
     } catch (e) {
       ev.fail('a child process', e);
       return realSpawn.call(this, options);

@@ -187,6 +187,32 @@ c.stdout.setEncoding('utf8').once('data', (s) => {
   assert.strictEqual(out, 'got ready one\nparent done\n');
 });
 
+test('a detached child writing to the inherited stdout outlives the parent in both modes (a daemon)', () => {
+  // Through a pipe of the parent's (how other children's inherited output is recorded), it
+  // would die of SIGPIPE at its first write after the parent exited: it runs live.
+  const t = setup('daemon', `
+const { spawn } = require('child_process');
+const c = spawn('sh', ['-c', 'sleep 0.4; echo late; echo alive >> ' + process.argv[2] + '/marker'],
+  { detached: true, stdio: 'inherit' });
+c.unref();
+console.log('parent exits');
+`);
+  const wait = () => {
+    const until = Date.now() + 5000;
+    while (markerLines(t).length === 0 && Date.now() < until) spawnSync('sleep', ['0.1']);
+  };
+  const rec = runNode('record', t.log, t.app, { args: [t.d] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  wait();
+  assert.deepStrictEqual(markerLines(t), ['alive']);
+  fs.rmSync(t.marker);
+  const rep = runNode('replay', t.log, t.app, { args: [t.d] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stdout.split('\n')[0], 'parent exits');
+  wait();
+  assert.deepStrictEqual(markerLines(t), ['alive']);
+});
+
 test('what the parent writes to a replayed child is checked: another request is a divergence', () => {
   const t = setup('stdin', `
 const { spawn } = require('child_process');

@@ -906,7 +906,7 @@ const EXIT_CHECK_MS: i32 = 100;
 
 /// Passes the program's output through and hands it to the core until both pipes end, or
 /// the program exited and nothing more is ready (a process it left behind may hold the
-/// pipes open for ever; what it writes later is not passed on).
+/// pipes open for ever: [`forward_rest`] passes on what it writes later).
 fn pump(
     core: Option<&Core>,
     child: &mut Child,
@@ -1031,7 +1031,92 @@ fn pump(
         None => child.wait()?,
     };
     drain();
+    forward_rest(&pipes);
     Ok(Pumped::Exited { status, reported })
+}
+
+/// Output pipes still open once the program exited: a process it started and left running
+/// (a detached child, a daemon) holds them. Without the launcher it would write to the
+/// terminal; with the launcher gone it would die of SIGPIPE at its next write. So a forked
+/// copy of the launcher goes on copying what they write to the launcher's stdout and stderr
+/// until they close (unrecorded and uncompared: the program's run is over), and the launcher
+/// exits with the program's status as usual.
+fn forward_rest(pipes: &[Option<Pipe>; 2]) {
+    let mut fds: Vec<libc::pollfd> = pipes
+        .iter()
+        .flatten()
+        .map(|p| libc::pollfd {
+            fd: p.fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    if fds.is_empty() {
+        return;
+    }
+    let outs: Vec<i32> = pipes
+        .iter()
+        .flatten()
+        .map(|p| match p.stream() {
+            Stream::Stdout => 1,
+            Stream::Stderr => 2,
+        })
+        .collect();
+    let mut buf = vec![0u8; 64 * 1024];
+    let _ = io::stdout().flush();
+    // SAFETY: the child of this multi-threaded process runs only async-signal-safe calls
+    // (close, poll, read, write, _exit) on memory allocated before the fork.
+    if unsafe { libc::fork() } != 0 {
+        // The launcher (or a failed fork: the writers meet a closed pipe, as before).
+        return;
+    }
+    unsafe {
+        // Hold nothing else open: the logs, the program's stdin pipe.
+        for fd in 3..4096 {
+            if !fds.iter().any(|f| f.fd == fd) {
+                libc::close(fd);
+            }
+        }
+        loop {
+            if fds.iter().all(|f| f.fd < 0) {
+                libc::_exit(0);
+            }
+            let n = libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1);
+            if n < 0 {
+                if *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                libc::_exit(0);
+            }
+            for (f, &out) in fds.iter_mut().zip(&outs) {
+                if f.revents == 0 || f.fd < 0 {
+                    continue;
+                }
+                let k = libc::read(f.fd, buf.as_mut_ptr().cast(), buf.len());
+                if k < 0 && *libc::__errno_location() == libc::EINTR {
+                    continue;
+                }
+                let mut done = k <= 0;
+                let mut at = 0;
+                while !done && at < k as usize {
+                    let w = libc::write(out, buf[at..].as_ptr().cast(), k as usize - at);
+                    if w < 0 && *libc::__errno_location() == libc::EINTR {
+                        continue;
+                    }
+                    if w <= 0 {
+                        // Our reader went away: the writer meets a closed pipe, as it would.
+                        done = true;
+                    } else {
+                        at += w as usize;
+                    }
+                }
+                if done {
+                    libc::close(f.fd);
+                    f.fd = -1;
+                }
+            }
+        }
+    }
 }
 
 /// How the replay front ends' own lines on stderr start.
