@@ -909,6 +909,20 @@ impl Replayer {
             .unwrap_or(false)
     }
 
+    /// Whether the calling thread's next recorded event (in its order, unordered kinds
+    /// aside) is of `kind`, without taking it or waiting for its turn: for a call that is an
+    /// event only when it turned out one way (a JVM pool worker's take interrupted by a
+    /// shutdown is none, and whether the worker takes at all then races).
+    pub fn next_is(&self, kind: u32) -> bool {
+        LOCAL
+            .try_with(|l| {
+                let mut l = l.borrow_mut();
+                let local = self.bound(&mut l);
+                self.peek(local).is_some_and(|e| e.kind == kind)
+            })
+            .unwrap_or(false)
+    }
+
     /// [`Self::has_more_of`] for front ends that replay in the thread's order: whether the
     /// calling thread has any recorded event left.
     pub fn has_more(&self) -> bool {

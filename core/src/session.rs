@@ -91,10 +91,17 @@ pub const OUTPUT_KINDS: [&str; 2] = ["output.stdout", "output.stderr"];
 /// `ConcurrentHashMap` counter initializes `ThreadLocalRandom` on a failed CAS). Replay serves
 /// each thread its own values in its own order of calls of the kind, out of the threads'
 /// turns ([`Core::replay_seed`]).
-pub const SEED_KINDS: [&str; 3] = [
+pub const SEED_KINDS: [&str; 5] = [
     "seed.java.util.Random",
     "seed.java.util.concurrent.ThreadLocalRandom",
     "seed.java.util.SplittableRandom",
+    // Each value of `Math.random()`, whose one generator every thread shares.
+    "seed.java.lang.Math.random",
+    // Whether a ThreadPoolExecutor's queue accepted a task (a SynchronousQueue does only
+    // while a worker polls). Out of turn: the event is recorded once the offer returned,
+    // after the worker that took the task may have recorded its take; served in turn, the
+    // submitting thread would wait for the worker that waits for its task.
+    "seed.java.util.concurrent.ThreadPoolExecutor.offer",
 ];
 
 /// What a front end tells [`Core::start`] about itself and the program.
@@ -559,6 +566,15 @@ impl Core {
             r.has_more_of(kind)
         } else {
             r.has_more()
+        }
+    }
+
+    /// Replay: whether the calling thread's next recorded event is of `kind`
+    /// ([`Replayer::next_is`]). False when recording, live or stopped.
+    pub fn replay_next_is(&self, kind: u32) -> bool {
+        match &self.session {
+            Session::Replay(r) => self.stopped().is_none() && !r.is_live() && r.next_is(kind),
+            Session::Record(_) => false,
         }
     }
 

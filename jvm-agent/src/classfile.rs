@@ -24,6 +24,9 @@ pub const TARGETS: &[(&str, &str, &str)] = &[
     ("java/lang/Thread", "sleepNanos", "(J)V"),
     // `new Random()`'s seed uniquifier, a shared atomic (src/seeds.rs).
     ("java/util/Random", "seedUniquifier", "()J"),
+    // Math.random(): one generator every thread shares, so each value depends on the order in
+    // which threads call it (src/seeds.rs).
+    ("java/lang/Math", "random", "()D"),
     // What SHA1PRNG's and the DRBG's seeders mix in besides /dev/random (src/entropy.rs).
     (
         "sun/security/provider/SeedGenerator",
@@ -35,17 +38,43 @@ pub const TARGETS: &[(&str, &str, &str)] = &[
 /// A virtual call replaced, in one class, by a static call of the hook class that takes the
 /// receiver as its first argument: `invokevirtual` and `invokestatic` with a 2-byte pool
 /// index are both 3 bytes and leave the same types on the stack, so no offset, exception
-/// table or StackMapTable frame changes. Used where a value comes from an atomic shared by
-/// threads whose order races (src/seeds.rs).
+/// table or StackMapTable frame changes. An `invokeinterface` (5 bytes: index, count, 0)
+/// becomes `invokestatic` and two `nop`s: no branch targets a `nop` in the middle of what was
+/// one instruction, so frames stay right too. Used where a value comes from an atomic shared
+/// by threads whose order races (src/seeds.rs), and where a pool's worker takes its next task
+/// from a queue other workers race for (src/pools.rs).
 pub struct Site {
     /// The class whose code is changed (internal name).
     pub class: &'static str,
+    /// The called method's class or interface; `interface`: an InterfaceMethodref called
+    /// with `invokeinterface`.
     pub owner: &'static str,
+    pub interface: bool,
     pub name: &'static str,
     pub desc: &'static str,
     /// The hook class's static method called instead.
     pub hook: &'static str,
     pub hook_desc: &'static str,
+}
+
+impl Site {
+    /// The pool entry's tag of the called method.
+    fn tag(&self) -> u8 {
+        if self.interface {
+            INTERFACE_METHODREF
+        } else {
+            METHODREF
+        }
+    }
+
+    /// The call instruction replaced.
+    fn op(&self) -> u8 {
+        if self.interface {
+            INVOKEINTERFACE
+        } else {
+            INVOKEVIRTUAL
+        }
+    }
 }
 
 const SEEDER: &str = "(Ljava/util/concurrent/atomic/AtomicLong;J)J";
@@ -61,6 +90,7 @@ pub const SITES: &[Site] = &[
         desc: "(J)J",
         hook: "seedThreadLocalRandom",
         hook_desc: SEEDER,
+        interface: false,
     },
     Site {
         class: "java/util/SplittableRandom",
@@ -69,8 +99,94 @@ pub const SITES: &[Site] = &[
         desc: "(J)J",
         hook: "seedSplittableRandom",
         hook_desc: SEEDER,
+        interface: false,
+    },
+    // ThreadPoolExecutor: `workQueue.offer(task)` in execute, `workQueue.take()` and
+    // `workQueue.poll(keepAlive, NANOSECONDS)` in getTask, its only calls of those methods
+    // (JDK 17 and 25): which worker takes which task comes back (src/pools.rs).
+    Site {
+        class: TPE,
+        owner: QUEUE,
+        interface: true,
+        name: "offer",
+        desc: "(Ljava/lang/Object;)Z",
+        hook: "poolOffer",
+        hook_desc: "(Ljava/util/concurrent/BlockingQueue;Ljava/lang/Object;)Z",
+    },
+    Site {
+        class: TPE,
+        owner: QUEUE,
+        interface: true,
+        name: "take",
+        desc: "()Ljava/lang/Object;",
+        hook: "poolTake",
+        hook_desc: "(Ljava/util/concurrent/BlockingQueue;)Ljava/lang/Object;",
+    },
+    Site {
+        class: TPE,
+        owner: QUEUE,
+        interface: true,
+        name: "poll",
+        desc: "(JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;",
+        hook: "poolPoll",
+        hook_desc:
+            "(Ljava/util/concurrent/BlockingQueue;JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;",
+    },
+    // ExecutorCompletionService: `executor.execute(new QueueingFuture(f, completionQueue))`
+    // in submit numbers `f`, and `completionQueue.take()`, `poll()`, `poll(timeout, unit)`
+    // give each caller the future it got in the recording (which task finished first is a
+    // race). Its only calls of those methods (JDK 17 and 25).
+    Site {
+        class: ECS,
+        owner: "java/util/concurrent/Executor",
+        interface: true,
+        name: "execute",
+        desc: "(Ljava/lang/Runnable;)V",
+        hook: "ecsExecute",
+        hook_desc: "(Ljava/util/concurrent/Executor;Ljava/lang/Runnable;)V",
+    },
+    Site {
+        class: ECS,
+        owner: QUEUE,
+        interface: true,
+        name: "take",
+        desc: "()Ljava/lang/Object;",
+        hook: "ecsTake",
+        hook_desc: "(Ljava/util/concurrent/BlockingQueue;)Ljava/lang/Object;",
+    },
+    Site {
+        class: ECS,
+        owner: QUEUE,
+        interface: true,
+        name: "poll",
+        desc: "()Ljava/lang/Object;",
+        hook: "ecsPollNow",
+        hook_desc: "(Ljava/util/concurrent/BlockingQueue;)Ljava/lang/Object;",
+    },
+    Site {
+        class: ECS,
+        owner: QUEUE,
+        interface: true,
+        name: "poll",
+        desc: "(JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;",
+        hook: "ecsPoll",
+        hook_desc:
+            "(Ljava/util/concurrent/BlockingQueue;JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;",
     },
 ];
+
+/// The package (and subpackages) whose clock reads are never redirected: in
+/// `java.util.concurrent` a clock read only measures a timed wait (`awaitNanos`,
+/// `FutureTask.get(timeout)`, `awaitTermination`, a queue's `poll(timeout)`), and whether
+/// such a wait reads the clock at all depends on whether another thread was done first:
+/// recorded as events, they made replays diverge on the race itself. The waits run live;
+/// what the program sees of them (a task taken, a time-out) is recorded where it matters
+/// (src/pools.rs), and the program's own clock reads are events as before.
+const LIVE_CLOCKS: &str = "java/util/concurrent/";
+
+const ECS: &str = "java/util/concurrent/ExecutorCompletionService";
+const TPE: &str = "java/util/concurrent/ThreadPoolExecutor";
+const QUEUE: &str = "java/util/concurrent/BlockingQueue";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ParseError {
@@ -98,6 +214,9 @@ impl std::fmt::Display for ParseError {
 const UTF8: u8 = 1;
 const CLASS: u8 = 7;
 const METHODREF: u8 = 10;
+const INTERFACE_METHODREF: u8 = 11;
+const INVOKEVIRTUAL: u8 = 0xb6;
+const INVOKEINTERFACE: u8 = 0xb9;
 const NAME_AND_TYPE: u8 = 12;
 const METHOD_HANDLE: u8 = 15;
 const INVOKESTATIC: u8 = 0xb8;
@@ -184,10 +303,16 @@ impl<'a> Pool<'a> {
         u16_at(self.bytes, e.off + 1 + 2 * field)
     }
 
-    /// The index of the Methodref `owner.name desc`, if the pool has one.
-    fn method_ref(&self, owner: &str, name: &str, desc: &str) -> Result<Option<u16>, ParseError> {
+    /// The index of the Methodref (`tag` METHODREF) or InterfaceMethodref `owner.name desc`.
+    fn any_method_ref(
+        &self,
+        tag: u8,
+        owner: &str,
+        name: &str,
+        desc: &str,
+    ) -> Result<Option<u16>, ParseError> {
         for (i, e) in self.entries.iter().enumerate() {
-            if e.tag != METHODREF {
+            if e.tag != tag {
                 continue;
             }
             let class = self.entry(self.ref_at(*e, 0)?, CLASS)?;
@@ -219,16 +344,23 @@ impl<'a> Pool<'a> {
         };
         let mut out = Vec::new();
         for s in SITES.iter().filter(|s| s.class.as_bytes() == this) {
-            if let Some(i) = self.method_ref(s.owner, s.name, s.desc)? {
+            if let Some(i) = self.any_method_ref(s.tag(), s.owner, s.name, s.desc)? {
                 out.push((s, i));
             }
         }
         Ok(out)
     }
 
-    /// Offsets (into `bytes`) of the `class_index` fields of Methodrefs naming a target.
+    /// Offsets (into `bytes`) of the `class_index` fields of Methodrefs naming a target
+    /// (none in a class of [`LIVE_CLOCKS`]).
     fn target_refs(&self) -> Result<Vec<usize>, ParseError> {
         let mut out = Vec::new();
+        if self
+            .this_name()
+            .is_ok_and(|n| n.starts_with(LIVE_CLOCKS.as_bytes()))
+        {
+            return Ok(out);
+        }
         for e in &self.entries {
             if e.tag != METHODREF {
                 continue;
@@ -398,7 +530,9 @@ pub fn pool_references_targets(count: u16, pool: &[u8]) -> Result<bool, ParseErr
     }
     // The pool alone does not name its class: any pool naming a site's call may be one.
     for s in SITES {
-        if p.method_ref(s.owner, s.name, s.desc)?.is_some() {
+        if p.any_method_ref(s.tag(), s.owner, s.name, s.desc)?
+            .is_some()
+        {
             return Ok(true);
         }
     }
@@ -458,8 +592,9 @@ fn insn_len(code: &[u8], pc: usize) -> Result<usize, ParseError> {
     })
 }
 
-/// Offsets (into `class`) of the `invokevirtual #index` instructions of every method's code.
-fn virtual_calls(class: &[u8], pool: &Pool, index: u16) -> Result<Vec<usize>, ParseError> {
+/// Offsets (into `class`) of the `op #index` instructions (`invokevirtual` or
+/// `invokeinterface`) of every method's code.
+fn calls_of(class: &[u8], pool: &Pool, op: u8, index: u16) -> Result<Vec<usize>, ParseError> {
     let mut out = Vec::new();
     let mut p = pool.end + 6;
     p += 2 + 2 * u16_at(class, p)? as usize;
@@ -479,7 +614,7 @@ fn virtual_calls(class: &[u8], pool: &Pool, index: u16) -> Result<Vec<usize>, Pa
                         .ok_or(ParseError::Truncated(p))?;
                     let mut pc = 0;
                     while pc < code.len() {
-                        if code[pc] == 0xb6 && u16_at(code, pc + 1)? == index {
+                        if code[pc] == op && u16_at(code, pc + 1)? == index {
                             out.push(start + pc);
                         }
                         pc += insn_len(code, pc)?;
@@ -507,10 +642,10 @@ pub fn rewrite(class: &[u8], hook_class: &str) -> Result<Option<Vec<u8>>, ParseE
     let pool = Pool::parse(class, 10, count)?;
     let refs = pool.target_refs()?;
     let sites = pool.sites()?;
-    // (offset of an invokevirtual, the index of its hook's Methodref)
+    // (offset of an invokevirtual or invokeinterface, the index of its hook's Methodref)
     let mut calls = Vec::new();
-    for (i, (_, index)) in sites.iter().enumerate() {
-        for at in virtual_calls(class, &pool, *index)? {
+    for (i, (site, index)) in sites.iter().enumerate() {
+        for at in calls_of(class, &pool, site.op(), *index)? {
             calls.push((at, count + 2 + 4 * i as u16 + 3));
         }
     }
@@ -551,6 +686,10 @@ pub fn rewrite(class: &[u8], hook_class: &str) -> Result<Option<Vec<u8>>, ParseE
     let shift = out.len() - pool.end;
     out.extend_from_slice(&class[pool.end..]);
     for (at, index) in calls {
+        if out[at + shift] == INVOKEINTERFACE {
+            // The count and zero bytes become two nops.
+            out[at + shift + 3..at + shift + 5].copy_from_slice(&[0, 0]);
+        }
         out[at + shift] = INVOKESTATIC;
         out[at + shift + 1..at + shift + 3].copy_from_slice(&index.to_be_bytes());
     }

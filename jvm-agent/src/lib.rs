@@ -36,6 +36,7 @@ mod jvmti;
 mod net;
 mod nio;
 mod output;
+mod pools;
 mod seeds;
 
 use jni::objects::{GlobalRef, JClass, JLongArray, JObject, JString};
@@ -57,13 +58,19 @@ const HOOK_CLASS: &str = "java/lang/ReplayHooks";
 static HOOK_BYTES: &[u8] = include_bytes!(env!("REPLAY_HOOKS_CLASS"));
 /// Events per Java-side batch: one native crossing per this many clock reads.
 const BATCH: jint = 1024;
-/// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST, K_SLEEP).
-const KINDS: [&str; 4] = [
+/// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST, K_SLEEP,
+/// K_POOL_TAKE). Only the first four are ever buffered (two bits of kind).
+const KINDS: [&str; 5] = [
     "java.lang.System.nanoTime",
     "java.lang.System.currentTimeMillis",
     "jdk.internal.misc.VM.getNanoTimeAdjustment",
     "java.lang.Thread.sleep",
+    // src/pools.rs: input how the worker or caller took (take, poll, ...), value the
+    // task's number.
+    "java.util.concurrent.ThreadPoolExecutor.take",
 ];
+/// The kind of a pool worker's take (src/pools.rs).
+const K_POOL_TAKE: usize = 4;
 /// Kinds from here on are one event per call with the call's argument as input digest.
 const K_ADJUST: usize = 2;
 const JNI_ERR: jint = -1;

@@ -33,8 +33,8 @@ use std::cell::RefCell;
 use std::sync::OnceLock;
 
 /// The kinds' ids, interned once.
-fn kinds(a: &Agent) -> &'static [u32; 3] {
-    static K: OnceLock<[u32; 3]> = OnceLock::new();
+fn kinds(a: &Agent) -> &'static [u32; SEED_KINDS.len()] {
+    static K: OnceLock<[u32; SEED_KINDS.len()]> = OnceLock::new();
     K.get_or_init(|| SEED_KINDS.map(|k| a.core.intern(k)))
 }
 

@@ -2,7 +2,8 @@
 //! on real processes of every JDK present: seeds of `new Random()`, `ThreadLocalRandom` and
 //! `SplittableRandom()` taken by threads at the same moment come back per thread; sleeps
 //! complete at their recorded turn without waiting; threads racing to a class initializer
-//! that reads the clock replay or report, and never hang.
+//! that reads the clock replay or report, and never hang; executor tasks run on their
+//! recorded workers and complete in their recorded order.
 //!
 //! Needs `cargo build --release -p replay-jvm` first.
 
@@ -145,6 +146,38 @@ fn class_initializer_races_replay_or_report_never_hang() {
                     c => panic!("{n} {main}: exit {c}: {}", o.stderr),
                 }
             }
+        }
+    }
+}
+
+/// `Pools`: a fixed pool, a cached pool (SynchronousQueue), invokeAll and an
+/// ExecutorCompletionService; every task sleeps a Math.random() time. Which worker runs which
+/// task and the order tasks complete come back in every replay (before, a task landed on
+/// another worker in replay and diverged every time).
+#[test]
+fn executor_tasks_run_on_their_recorded_workers_in_their_recorded_order() {
+    for jdk in jdks() {
+        let n = name(jdk);
+        let d = tempfile::tempdir().unwrap();
+        for round in 0..2 {
+            let (log, recorded) = record(jdk, d.path(), "Pools", &[]);
+            assert!(recorded.ends_with("done true\n"), "{n}: {recorded}");
+            let kinds = log_kinds(&log);
+            assert!(
+                kinds
+                    .get("java.util.concurrent.ThreadPoolExecutor.take")
+                    .copied()
+                    .unwrap_or(0)
+                    >= 10,
+                "{n}: {kinds:?}"
+            );
+            for _ in 0..2 {
+                let o = replay(jdk, d.path(), &log, "", "Pools", &[]);
+                assert_eq!(ok(&o, &format!("{n}: replay {round}")), recorded, "{n}");
+                assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
+            }
+            let live = java(jdk, d.path(), &[], None, "Pools", &[]);
+            assert_ne!(ok(&live, "live"), recorded, "{n}");
         }
     }
 }

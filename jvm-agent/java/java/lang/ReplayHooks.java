@@ -31,6 +31,7 @@ public final class ReplayHooks {
     private static final int K_MILLIS = 1;
     private static final int K_ADJUST = 2;
     private static final int K_SLEEP = 3;
+    private static final int K_POOL_TAKE = 4;
 
     /** 0: pass through; 1: record; 2: replay. Volatile: init publishes the fields below. */
     private static volatile int mode;
@@ -55,6 +56,18 @@ public final class ReplayHooks {
     private static int capacity;
     /** JDK 21+: Thread's sleeps all go through its private sleepNanos, which is the hook. */
     private static boolean sleepNanosHooked;
+    /**
+     * ThreadPoolExecutor tasks (see poolOffer): the lock of the three maps below, a task's
+     * number (its place among the offers to its pool's queue), each queue's count of offers,
+     * and replay's tasks taken from a queue by a worker they were not recorded for.
+     */
+    private static Object poolLock;
+    private static java.util.WeakHashMap<Object, long[]> taskNumbers;
+    private static java.util.WeakHashMap<Object, long[]> offers;
+    private static java.util.WeakHashMap<Object, java.util.HashMap<Long, Object>> stashes;
+    /** ExecutorCompletionService.QueueingFuture's fields (see ecsExecute). */
+    private static volatile java.lang.reflect.Field qfTask;
+    private static volatile java.lang.reflect.Field qfQueue;
 
     private ReplayHooks() {}
 
@@ -148,6 +161,16 @@ public final class ReplayHooks {
         return seed(2, a.getAndAdd(d));
     }
 
+    /**
+     * Math.random(): its one generator is shared by every thread, so which value a thread
+     * gets depends on the order of all threads' calls. Each thread gets back the values it
+     * took, in its own order (a seed kind: served out of the threads' turns).
+     */
+    public static double random() {
+        double v = Math.random();
+        return mode == 0 ? v : Double.longBitsToDouble(seed(3, Double.doubleToRawLongBits(v)));
+    }
+
     private static long seed(int which, long v) {
         int m = mode;
         if (m == 0) {
@@ -217,6 +240,312 @@ public final class ReplayHooks {
             Thread.sleep(t);
         }
     }
+
+    /**
+     * ThreadPoolExecutor.execute's {@code workQueue.offer(task)}. Which idle worker takes a
+     * queued task is a race; so is whether a SynchronousQueue (a cached pool) accepts it
+     * (only while a worker polls: refused, the pool starts a new worker for the task). A
+     * task is known across runs by its number, its place among the offers to its queue
+     * (made in the program's order by the threads that submit). Record: the offer runs and
+     * whether it was accepted is an event of the submitting thread, of a seed kind: replay
+     * gives each thread its own answers in its order, out of the threads' turns (the event
+     * is recorded after the offer returned, when the worker may have recorded its take of the
+     * task already). An accepted task is offered until the queue takes it (a SynchronousQueue
+     * takes it once some worker polls).
+     */
+    public static boolean poolOffer(java.util.concurrent.BlockingQueue<Object> q, Object task) {
+        int m = mode;
+        long[] b = m == 0 ? null : buffer();
+        if (b == null) {
+            return q.offer(task);
+        }
+        long n;
+        synchronized (poolLock) {
+            long[] c = offers.get(q);
+            if (c == null) {
+                c = new long[1];
+                offers.put(q, c);
+            }
+            n = c[0]++;
+            taskNumbers.put(task, new long[] {n});
+        }
+        if (m == 1) {
+            boolean ok = false;
+            Object[] p = quiet();
+            try {
+                ok = q.offer(task);
+            } finally {
+                loud(p);
+                seed(4, ok ? 1L : 0L);
+            }
+            return ok;
+        }
+        long r = seed(4, -1L);
+        if (r == -1L) {
+            return q.offer(task); // live
+        }
+        if (r == 1L) {
+            Object[] p = quiet();
+            try {
+                for (int i = 0; i < 30000; i++) {
+                    if (q.offer(task, 1L, java.util.concurrent.TimeUnit.MILLISECONDS)) {
+                        return true;
+                    }
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                loud(p);
+            }
+            poolStall0(n, 0);
+        }
+        synchronized (poolLock) {
+            taskNumbers.remove(task);
+        }
+        return false;
+    }
+
+    /** ThreadPoolExecutor.getTask's {@code workQueue.take()}. */
+    public static Object poolTake(java.util.concurrent.BlockingQueue<Object> q) throws InterruptedException {
+        return poolTaken(q, 0, 0L, null);
+    }
+
+    /** ThreadPoolExecutor.getTask's {@code workQueue.poll(keepAliveTime, NANOSECONDS)}. */
+    public static Object poolPoll(java.util.concurrent.BlockingQueue<Object> q, long t,
+            java.util.concurrent.TimeUnit u) throws InterruptedException {
+        return poolTaken(q, 1, t, u);
+    }
+
+    /**
+     * ExecutorCompletionService.submit's {@code executor.execute(new QueueingFuture(f, q))}:
+     * numbers `f`, the future that arrives in the completion queue `q` once its task is
+     * done, by its place among the submissions to that queue.
+     */
+    public static void ecsExecute(java.util.concurrent.Executor e, Runnable qf) {
+        if (mode != 0 && buffer() != null) {
+            try {
+                // Looked up once: reflection's own caches are ConcurrentHashMaps, whose
+                // contention would start ThreadLocalRandom (a seed event) in other threads.
+                java.lang.reflect.Field tf = qfTask;
+                java.lang.reflect.Field qq = qfQueue;
+                if (tf == null || tf.getDeclaringClass() != qf.getClass()) {
+                    tf = qf.getClass().getDeclaredField("task");
+                    qq = qf.getClass().getDeclaredField("completionQueue");
+                    tf.setAccessible(true);
+                    qq.setAccessible(true);
+                    qfQueue = qq;
+                    qfTask = tf;
+                }
+                Object f = tf.get(qf);
+                Object q = qq.get(qf);
+                synchronized (poolLock) {
+                    long[] c = offers.get(q);
+                    if (c == null) {
+                        c = new long[1];
+                        offers.put(q, c);
+                    }
+                    taskNumbers.put(f, new long[] {c[0]++});
+                }
+            } catch (ReflectiveOperationException | RuntimeException x) {
+                // Another JDK's QueueingFuture: its futures are taken live (number -3).
+            }
+        }
+        e.execute(qf);
+    }
+
+    /** ExecutorCompletionService.take's {@code completionQueue.take()}. */
+    public static Object ecsTake(java.util.concurrent.BlockingQueue<Object> q) throws InterruptedException {
+        return poolTaken(q, 2, 0L, null);
+    }
+
+    /** ExecutorCompletionService.poll()'s {@code completionQueue.poll()}. */
+    public static Object ecsPollNow(java.util.concurrent.BlockingQueue<Object> q) {
+        try {
+            return poolTaken(q, 3, 0L, null);
+        } catch (InterruptedException x) {
+            Thread.currentThread().interrupt(); // never thrown: poll() does not wait
+            return null;
+        }
+    }
+
+    /** ExecutorCompletionService.poll(timeout, unit)'s {@code completionQueue.poll(...)}. */
+    public static Object ecsPoll(java.util.concurrent.BlockingQueue<Object> q, long t,
+            java.util.concurrent.TimeUnit u) throws InterruptedException {
+        return poolTaken(q, 4, t, u);
+    }
+
+    /** How a taking hook takes: 0 take, 1 poll(t, u), 2 take, 3 poll(), 4 poll(t, u). */
+    private static Object takeLive(java.util.concurrent.BlockingQueue<Object> q, int how, long t,
+            java.util.concurrent.TimeUnit u) throws InterruptedException {
+        if (how == 0 || how == 2) {
+            return q.take();
+        }
+        return how == 3 ? q.poll() : q.poll(t, u);
+    }
+
+    /**
+     * Record: the worker takes its next task as it would; the task's number is an event of
+     * the worker (-1: the timed poll ran out; -3: a task not offered through execute); an
+     * interrupted take is no event. Replay: at the event's turn the worker takes that very task, from
+     * the queue or from the tasks other workers took out of it for their own; a recorded
+     * time-out returns at once (the keep-alive wait is not waited again); an interrupted or
+     * unknown take runs live.
+     */
+    private static Object poolTaken(java.util.concurrent.BlockingQueue<Object> q, int how, long t,
+            java.util.concurrent.TimeUnit u) throws InterruptedException {
+        int m = mode;
+        long[] b = m == 0 ? null : buffer();
+        if (b == null) {
+            return takeLive(q, how, t, u);
+        }
+        if (m == 1) {
+            Object r = null;
+            long n = -2L;
+            Object[] p = quiet();
+            try {
+                r = takeLive(q, how, t, u);
+                n = r == null ? -1L : numberOf(r);
+            } finally {
+                loud(p);
+                if (n != -2L) {
+                    record0(K_POOL_TAKE, n, how);
+                }
+            }
+            return r;
+        }
+        if ((b.length > 1 && (int) b[0] < (int) b[1]) || !nextIsTake0()) {
+            // Not recorded: interrupted in the recording (a shutdown; whether the worker took
+            // at all then raced), so it waits here too until interrupted or timed out. A
+            // task it gets meanwhile is another worker's: kept for it.
+            Object[] p = quiet();
+            Object r;
+            try {
+                r = waitUnrecorded(q, how, t, u);
+            } finally {
+                loud(p);
+            }
+            if (r != null) {
+                poolStall0(-1L, 2);
+            }
+            return r;
+        }
+        long want = b.length > 1 ? run0(K_POOL_TAKE, -4L, how, b) : replay0(K_POOL_TAKE, -4L, how);
+        if (want == -1L) {
+            return null;
+        }
+        Object[] p = quiet();
+        try {
+            return want < 0L ? takeLive(q, how, t, u) : takeNumbered(q, want, how, t, u);
+        } finally {
+            loud(p);
+        }
+    }
+
+    /**
+     * Replay: a take the recording has no event for. Waits as the take would (until
+     * interrupted, or for a timed poll its time), passing every numbered task it meets to the
+     * stash for the worker that took it in the recording; returns a task only if one not
+     * numbered comes (taken live), or null.
+     */
+    private static Object waitUnrecorded(java.util.concurrent.BlockingQueue<Object> q, int how, long t,
+            java.util.concurrent.TimeUnit u) throws InterruptedException {
+        long end = how == 1 || how == 4 ? System.nanoTime() + u.toNanos(t) : Long.MAX_VALUE;
+        java.util.HashMap<Long, Object> stash = stashOf(q);
+        for (;;) {
+            Object r = how == 3 ? q.poll() : q.poll(1L, java.util.concurrent.TimeUnit.MILLISECONDS);
+            if (r != null) {
+                long n = numberOf(r);
+                if (n < 0L) {
+                    return r;
+                }
+                synchronized (poolLock) {
+                    stash.put(Long.valueOf(n), r);
+                }
+            }
+            if (how == 3 || (end != Long.MAX_VALUE && System.nanoTime() - end >= 0L)) {
+                return null;
+            }
+        }
+    }
+
+    private static java.util.HashMap<Long, Object> stashOf(java.util.concurrent.BlockingQueue<Object> q) {
+        synchronized (poolLock) {
+            java.util.HashMap<Long, Object> stash = stashes.get(q);
+            if (stash == null) {
+                stash = new java.util.HashMap<>();
+                stashes.put(q, stash);
+            }
+            return stash;
+        }
+    }
+
+    /** Replay: task `want` of queue `q`, taken by this worker as in the recording. */
+    private static Object takeNumbered(java.util.concurrent.BlockingQueue<Object> q, long want, int how,
+            long t, java.util.concurrent.TimeUnit u) throws InterruptedException {
+        java.util.HashMap<Long, Object> stash = stashOf(q);
+        Long key = Long.valueOf(want);
+        // Polled in 1 ms steps: a task another worker took out for its own is found without
+        // anyone waking this one. 30 s without it: the recorded order cannot be followed.
+        for (int i = 0; i < 30000; i++) {
+            synchronized (poolLock) {
+                Object s = stash.remove(key);
+                if (s != null) {
+                    return s;
+                }
+            }
+            Object r = q.poll(1L, java.util.concurrent.TimeUnit.MILLISECONDS);
+            if (r == null) {
+                continue;
+            }
+            long n = numberOf(r);
+            if (n == want) {
+                return r;
+            }
+            synchronized (poolLock) {
+                stash.put(Long.valueOf(n), r);
+            }
+        }
+        poolStall0(want, 1);
+        // Gone live (warn-live) or going on (warn-continue): whatever comes next.
+        return takeLive(q, how, t, u);
+    }
+
+    /**
+     * Makes the calling thread's clock reads and sleeps not events until {@link #loud}: the
+     * queue's own timed waits (AQS awaitNanos reads System.nanoTime) inside a pool hook are
+     * not the program's; the hook's event is the task taken. Returns the thread's pair.
+     */
+    private static Object[] quiet() {
+        Thread t = Thread.currentThread();
+        ThreadLocal<Object[]> tl = buffers;
+        Object[] p = tl.get();
+        Object[] q = new Object[] {t, skip};
+        tl.set(q);
+        last = q;
+        return p;
+    }
+
+    private static void loud(Object[] p) {
+        buffers.set(p);
+        last = p;
+    }
+
+    /** A task's number, forgotten once taken; -3 for a task not offered through poolOffer. */
+    private static long numberOf(Object task) {
+        synchronized (poolLock) {
+            long[] n = taskNumbers.remove(task);
+            return n == null ? -3L : n[0];
+        }
+    }
+
+    /**
+     * Replay: task `n` never came (`taking`: 1) or was never accepted (0) within 30 s, or
+     * (2) a task was taken where the recording's take was interrupted.
+     */
+    private static native void poolStall0(long n, int taking);
+
+    /** Replay: whether this thread's next recorded event is a pool take. */
+    private static native boolean nextIsTake0();
 
     /** JDK 21+: the original Thread.sleepNanos (private: called through JNI). */
     private static native void sleepNanos0(long nanos) throws InterruptedException;
@@ -356,6 +685,10 @@ public final class ReplayHooks {
         capacity = cap;
         limit = 1 + 2 * (long) cap;
         seqAddr = addr;
+        poolLock = new Object();
+        taskNumbers = new java.util.WeakHashMap<>();
+        offers = new java.util.WeakHashMap<>();
+        stashes = new java.util.WeakHashMap<>();
         try {
             Thread.class.getDeclaredMethod("sleepNanos", long.class);
             sleepNanosHooked = true;
@@ -379,12 +712,13 @@ public final class ReplayHooks {
      * of its own (seedThreadLocalRandom, seedSplittableRandom): their clock reads and seed need
      * not be events. Otherwise (hooks on): java.time.Clock, whose clock read is the offset of
      * every Instant.now (getNanoTimeAdjustment's input): one event of main, at the same place
-     * in every run.
+     * in every run; and Math.random()'s generator, a `new Random()` (a seed and a clock read)
+     * made by whichever thread calls Math.random first (pool workers race for it).
      */
     private static void preinit(boolean live) {
         String[] names = live
             ? new String[] {"java.util.concurrent.ThreadLocalRandom", "java.util.SplittableRandom"}
-            : new String[] {"java.time.Clock"};
+            : new String[] {"java.time.Clock", "java.lang.Math$RandomNumberGeneratorHolder"};
         for (String n : names) {
             try {
                 Class.forName(n, true, null);
