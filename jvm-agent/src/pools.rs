@@ -96,12 +96,6 @@ pub extern "system" fn Java_java_lang_ReplayHooks_nextIsTake0<'l>(
 ) -> jni::sys::jboolean {
     guarded("nextIsTake0", 0, || {
         let Some(a) = agent() else { return 0 };
-        let r = a.core.replay_next_is(a.kinds[crate::K_POOL_TAKE]);
-        if std::env::var_os("REPLAY_DEBUG_POOL").is_some() {
-            if let Session::Replay(rp) = &a.core.session {
-                eprintln!("nextIsTake {:?} -> {r}", rp.caller());
-            }
-        }
-        r as jni::sys::jboolean
+        a.core.replay_next_is(a.kinds[crate::K_POOL_TAKE]) as jni::sys::jboolean
     })
 }
