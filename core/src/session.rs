@@ -653,9 +653,15 @@ impl Core {
             // Found while another thread's report stopped replay: that report says it all.
             return Verdict::Stop(code);
         }
+        let guard = self.report.lock().unwrap_or_else(|p| p.into_inner());
+        // Two threads can find a divergence at once (both met the end of a cut log): the
+        // one that took the report's lock second finds replay stopped and says nothing more.
+        match self.stop.load(Ordering::Acquire) {
+            0 => {}
+            code => return Verdict::Stop(code),
+        }
         self.divergences.fetch_add(1, Ordering::Relaxed);
         d.live = self.live_counts();
-        let guard = self.report.lock().unwrap_or_else(|p| p.into_inner());
         let expected = d.expected.clone();
         let go_live = matches!(
             d.kind,

@@ -712,13 +712,15 @@ public final class ReplayHooks {
      * of its own (seedThreadLocalRandom, seedSplittableRandom): their clock reads and seed need
      * not be events. Otherwise (hooks on): java.time.Clock, whose clock read is the offset of
      * every Instant.now (getNanoTimeAdjustment's input): one event of main, at the same place
-     * in every run; and Math.random()'s generator, a `new Random()` (a seed and a clock read)
-     * made by whichever thread calls Math.random first (pool workers race for it).
+     * in every run. Math.random()'s generator (a `new Random()`: a seed and a clock read, made
+     * by whichever thread calls Math.random first) is made live here too: every value a thread
+     * takes from it is an event of its own (random()).
      */
     private static void preinit(boolean live) {
         String[] names = live
-            ? new String[] {"java.util.concurrent.ThreadLocalRandom", "java.util.SplittableRandom"}
-            : new String[] {"java.time.Clock", "java.lang.Math$RandomNumberGeneratorHolder"};
+            ? new String[] {"java.util.concurrent.ThreadLocalRandom", "java.util.SplittableRandom",
+                "java.lang.Math$RandomNumberGeneratorHolder"}
+            : new String[] {"java.time.Clock"};
         for (String n : names) {
             try {
                 Class.forName(n, true, null);
