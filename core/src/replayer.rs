@@ -699,6 +699,7 @@ impl Replayer {
                 return Err(self.divergence(
                     DivergenceKind::Exhausted {
                         recorded: q.map_or(0, |q| q.handed.load(Ordering::Relaxed)),
+                        of_kind: false,
                     },
                     local,
                     None,
@@ -740,7 +741,10 @@ impl Replayer {
             name: "exiting thread".into(),
         };
         self.divergence(
-            DivergenceKind::Exhausted { recorded: 0 },
+            DivergenceKind::Exhausted {
+                recorded: 0,
+                of_kind: false,
+            },
             &tmp,
             None,
             Actual {
@@ -836,7 +840,10 @@ impl Replayer {
                             .unwrap_or(0);
                         self.publish_stash(local);
                         return Err(self.divergence(
-                            DivergenceKind::Exhausted { recorded },
+                            DivergenceKind::Exhausted {
+                                recorded,
+                                of_kind: true,
+                            },
                             local,
                             None,
                             actual,
@@ -1148,7 +1155,10 @@ impl Replayer {
             }
             // The caller counts what was served (the core: bytes of output).
             Err(self.divergence(
-                DivergenceKind::Exhausted { recorded: 0 },
+                DivergenceKind::Exhausted {
+                    recorded: 0,
+                    of_kind: true,
+                },
                 local,
                 None,
                 Actual {
@@ -1301,7 +1311,10 @@ impl Replayer {
                 }
             }
             Err(self.divergence(
-                DivergenceKind::Exhausted { recorded: 0 },
+                DivergenceKind::Exhausted {
+                    recorded: 0,
+                    of_kind: true,
+                },
                 local,
                 None,
                 Actual {
@@ -1762,7 +1775,7 @@ mod run_tests {
         run.clear();
         let d = rp.next_of_run(a, 10, &mut run).unwrap_err();
         assert!(
-            matches!(d.kind, DivergenceKind::Exhausted { recorded: 5 }),
+            matches!(d.kind, DivergenceKind::Exhausted { recorded: 5, .. }),
             "{}",
             d.render()
         );

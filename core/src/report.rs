@@ -22,7 +22,9 @@ pub enum DivergenceKind {
     /// The thread's next recorded event is a different call (kind or inputs differ).
     Mismatch,
     /// The thread asked for more events than it recorded.
-    Exhausted { recorded: u64 },
+    /// `of_kind`: the count is of the call's kind only (front ends that replay each kind in
+    /// its own order, and kinds served out of turn).
+    Exhausted { recorded: u64, of_kind: bool },
     /// The program ended with recorded events not replayed.
     Leftover { left: u64, total: u64 },
     /// Strict order: the cursor did not move for the bound while this thread waited.
@@ -135,9 +137,14 @@ impl Divergence {
         let t = format!("thread {} \"{}\"", self.thread_display(), self.thread_name);
         match &self.kind {
             DivergenceKind::Mismatch => format!("event #{} in {t}: the program made a different call than the recording", self.seq),
-            DivergenceKind::Exhausted { recorded } => {
+            DivergenceKind::Exhausted { recorded, of_kind } => {
                 if *recorded == 0 && self.thread >= u32::MAX / 2 {
                     format!("{t} made a call, but the recording has no such thread")
+                } else if *of_kind {
+                    format!(
+                        "{t} made a {} call after its {recorded} recorded calls of that kind ran out",
+                        self.actual_kind
+                    )
                 } else {
                     format!("{t} made a call after its {recorded} recorded events ran out")
                 }

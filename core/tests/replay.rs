@@ -240,7 +240,7 @@ fn mismatch_exhaustion_and_leftovers_are_reported() {
     rp.next(clock, 0, None).unwrap();
     let d = rp.next(clock, 0, None).unwrap_err();
     assert!(
-        matches!(d.kind, DivergenceKind::Exhausted { recorded: 5 }),
+        matches!(d.kind, DivergenceKind::Exhausted { recorded: 5, .. }),
         "{:?}",
         d.kind
     );
@@ -437,7 +437,7 @@ fn next_of_serves_each_kind_in_order_whatever_the_order_between_kinds() {
     // A third b was never recorded.
     let d = rp.next_of(b, 0, None).unwrap_err();
     assert!(
-        matches!(d.kind, DivergenceKind::Exhausted { recorded: 2 }),
+        matches!(d.kind, DivergenceKind::Exhausted { recorded: 2, .. }),
         "{}",
         d.render()
     );

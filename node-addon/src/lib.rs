@@ -717,7 +717,7 @@ pub fn random_checkpoint(env: &Env, call: f64) -> Res<f64> {
 /// replay stopped.
 fn random_diverged(env: &Env, a: &Active, mut d: Box<Divergence>, call: f64) {
     let made = random_last().as_ref().and_then(checkpoint).unwrap_or(0);
-    if let DivergenceKind::Exhausted { recorded } = &mut d.kind {
+    if let DivergenceKind::Exhausted { recorded, .. } = &mut d.kind {
         *recorded = made;
     }
     let stack = js_stack(env).unwrap_or_default();

@@ -164,7 +164,7 @@ fn replay_reproduces_clock_and_random_output_and_a_changed_script_diverges() {
     );
     assert!(
         div.stderr.contains(
-            "replay: DIVERGENCE: thread 0 \"main\" made a call after its 19000 recorded events ran out"
+            "replay: DIVERGENCE: thread 0 \"main\" made a node.Math.random call after its 19000 recorded calls of that kind ran out"
         ) && div.stderr.contains("actual:   node.Math.random")
             && div.stderr.contains("changed/app.js:12"),
         "{}",
@@ -370,7 +370,8 @@ fn warn_live_reports_and_runs_on_live() {
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), format!("{recorded_random} true true\n"));
     assert!(
-        r.stderr.contains("after its 1 recorded events ran out")
+        r.stderr
+            .contains("after its 1 recorded calls of that kind ran out")
             && r.stderr.contains("actual:   node.Math.random")
             && r.stderr.contains("policy warn-live"),
         "{}",
