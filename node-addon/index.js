@@ -222,6 +222,30 @@ function installWorker() {
   }
 }
 
+// Replay: process.pid is the recorded process's (`rec`, from the log's header). Programs put
+// their pid in names (write-file-atomic's temporary files, which npm, jest and ava write
+// through: a replay renamed another file than recorded) and in output. process.kill of that
+// pid still signals this process.
+function recordedPid(ev, rec) {
+  const live = process.pid;
+  if (typeof rec !== 'number' || rec <= 0 || rec === live) return;
+  const desc = Object.getOwnPropertyDescriptor(process, 'pid');
+  if (!desc || !desc.configurable) return;
+  Object.defineProperty(process, 'pid', { ...desc, value: rec });
+  const realKill = process.kill;
+  const kill = {
+    kill(pid, signal) {
+      return realKill.call(this, pid === rec ? live : pid, signal);
+    },
+  }.kill;
+  Object.defineProperty(kill, 'length', { value: realKill.length });
+  process.kill = kill;
+  ev.onDisable(() => {
+    if (process.kill === kill) process.kill = realKill;
+    Object.defineProperty(process, 'pid', desc);
+  });
+}
+
 function install() {
   const mode = (process.env.REPLAY_MODE || 'off').trim().toLowerCase();
   if (mode === 'off' || mode === '') return;
@@ -862,6 +886,7 @@ function install() {
     ev = events.create(native, host);
     // For the package's own tests and tools; not part of the documented API.
     Object.defineProperty(api, Symbol.for('replay-node.events'), { value: ev });
+    if (mode === 'replay') recordedPid(ev, native.recordedPid());
   } catch (e) {
     disable('starting the event hooks', e);
     return;

@@ -7,8 +7,9 @@
 // execFile) or the spawn_sync binding (spawnSync, execSync, execFileSync) whose stdio slots are
 // 'pipe', 'overlapped', 'inherit' (or the slot's own fd number) or 'ignore'. Left to run live,
 // as before (replay counts them as ran live): a child the launcher's process tree records into
-// its own log (its environment carries REPLAY_TREE and REPLAY_MODE, and it runs node, java, or a
-// shell command naming one of them: core/src/tree.rs), an 'ipc' channel (fork), other fds or
+// its own log (its environment carries REPLAY_TREE and REPLAY_MODE, and it runs node, java, a
+// script whose `#!` line runs one of them (an npm bin shim such as `mocha`), or a shell command
+// naming or starting with one of those: core/src/tree.rs), an 'ipc' channel (fork), other fds or
 // streams as stdio slots, a detached child with an inherited stdout or stderr (a daemon that
 // outlives the parent: a pipe of the parent's would kill it with SIGPIPE once the parent is
 // gone).
@@ -39,6 +40,7 @@
 // after the child ended. maxBuffer then covers those bytes too.
 
 const childProcess = require('child_process');
+const fs = require('fs');
 const net = require('net');
 const path = require('path');
 
@@ -60,16 +62,71 @@ function envOf(pairs) {
   return env;
 }
 
+// Runs fn with the hooks passing through (ev.live once installed): reading a script's first
+// line to decide is not the program's read.
+let asLive = (fn) => fn();
+
+// Whether `cmd` (a path, or a name looked up on the child's PATH) is a script whose `#!` line
+// runs node or java: an npm bin shim (`mocha`, `jest`, `tsc`), which the process tree records
+// in its own log.
+function scriptOfRuntime(cmd, env, cwd) {
+  if (!cmd) return false;
+  return asLive(() => {
+    let p = null;
+    if (cmd.includes('/')) {
+      p = path.resolve(cwd || process.cwd(), cmd);
+    } else {
+      for (const dir of String(env.PATH || '').split(':')) {
+        if (!dir) continue;
+        const c = path.resolve(cwd || process.cwd(), dir, cmd);
+        const st = fs.statSync(c, { throwIfNoEntry: false });
+        if (st && st.isFile()) {
+          p = c;
+          break;
+        }
+      }
+    }
+    if (p === null) return false;
+    let head = '';
+    let fd = -1;
+    try {
+      fd = fs.openSync(p, 'r');
+      const buf = Buffer.alloc(160);
+      head = buf.toString('latin1', 0, fs.readSync(fd, buf, 0, buf.length, 0));
+    } catch (_) {
+      return false;
+    } finally {
+      if (fd >= 0) fs.closeSync(fd);
+    }
+    const m = /^#!([^\n]*)/.exec(head);
+    return m !== null && /(^|[\s/])(node|nodejs|java)(\s|$)/.test(m[1]);
+  });
+}
+
+// The command a shell's `-c` script starts with (after variable assignments and `exec`).
+function firstCommand(script) {
+  for (const w of String(script).trim().split(/[\s;&|()]+/)) {
+    if (w === '' || w === 'exec' || /^[A-Za-z_][A-Za-z0-9_]*=/.test(w)) continue;
+    return w.replace(/^["']|["']$/g, '');
+  }
+  return '';
+}
+
 // Whether the child will be recorded in its own log by the process tree (then it runs live).
-function recordedByTree(file, args, envPairs) {
+function recordedByTree(file, args, envPairs, cwd) {
   const env = envOf(envPairs !== undefined ? envPairs : Object.entries(process.env).map(([k, v]) => `${k}=${v}`));
   const mode = String(env.REPLAY_MODE || '').trim().toLowerCase();
   if (!env.REPLAY_TREE || (mode !== 'record' && mode !== 'replay')) return false;
   if (file === process.execPath) return true;
   const base = path.basename(String(file));
   if (RUNTIMES.test(base)) return true;
-  if (SHELLS.test(base)) return (args || []).slice(1).some((a) => NAMES.test(String(a)));
-  return false;
+  if (SHELLS.test(base)) {
+    const a = (args || []).slice(1).map(String);
+    if (a.some((x) => NAMES.test(x))) return true;
+    const c = a.indexOf('-c');
+    return c >= 0 && a[c + 1] !== undefined && scriptOfRuntime(firstCommand(a[c + 1]), env, cwd);
+  }
+  return scriptOfRuntime(String(file), env, cwd);
 }
 
 // A stdio option as an array of what each of slots 0..2 is: 'pipe', 'inherit', 'ignore', or
@@ -104,6 +161,7 @@ function bytesOf(chunk, encoding) {
 
 function install(ev, native) {
   const replaying = ev.mode === 'replay';
+  asLive = (fn) => ev.live(fn);
   const P = childProcess.ChildProcess.prototype;
   const realSpawn = P.spawn;
   const kSpawn = ev.kind('node.child.spawn');
@@ -112,10 +170,12 @@ function install(ev, native) {
   const kKill = ev.kind('node.child.kill');
   const open = new Set(); // recorded children whose key has not ended
 
-  const ranLive = () => {
+  // `own`: a child the process tree replays from its own log (checked there), not one whose
+  // doings nothing checks.
+  const ranLive = (own) => {
     if (!replaying) return;
     try {
-      native.ranLive('child process');
+      native.ranLive(own ? 'child process with its own log' : 'child process');
     } catch (_) {
       // Only a report's detail is lost.
     }
@@ -362,13 +422,15 @@ function install(ev, native) {
     }
     let modes = null;
     let how = 'live';
+    let own = false;
     try {
       modes = slots(options.stdio);
       // A detached child writing to an inherited stdout/stderr is meant to outlive the parent
       // (a daemon): through a pipe of the parent's it would die of SIGPIPE at its first write
       // after the parent exited. It runs live, writing where it would.
       const daemon = options.detached && modes !== null && (modes[1] === 'inherit' || modes[2] === 'inherit');
-      if (modes !== null && !daemon && !recordedByTree(options.file, options.args, options.envPairs)) how = 'parent';
+      own = recordedByTree(options.file, options.args, options.envPairs, options.cwd);
+      if (modes !== null && !daemon && !own) how = 'parent';
     } catch (e) {
       ev.fail('a child process', e);
       return realSpawn.call(this, options);
@@ -378,7 +440,7 @@ function install(ev, native) {
       const input = describe('live', options.file, options.args);
       if (replaying) {
         ev.replay(kSpawn, input);
-        ranLive();
+        ranLive(own);
       } else {
         ev.record(kSpawn, input, null);
       }
@@ -426,8 +488,10 @@ function install(ev, native) {
       else ok = false;
     }
     let how = 'live';
+    let own = false;
     try {
-      if (ok && !recordedByTree(options.file, options.args, options.envPairs)) how = 'parent';
+      own = recordedByTree(options.file, options.args, options.envPairs, options.cwd);
+      if (ok && !own) how = 'parent';
     } catch (e) {
       ev.fail('a child process', e);
       return Reflect.apply(realSync, this, arguments);
@@ -437,7 +501,7 @@ function install(ev, native) {
     if (how === 'live') {
       if (replaying) {
         ev.replay(kSync, input);
-        ranLive();
+        ranLive(own);
       } else {
         ev.record(kSync, input, null);
       }

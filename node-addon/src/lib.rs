@@ -412,9 +412,12 @@ pub fn exit_status(code: i32) -> Res<()> {
 /// What the JS side counts as let run live by rule ([`ran_live`]); the core keeps static
 /// names. Whether replay sees nothing of what it does (its own output goes to the inherited
 /// stdout, its reads are not replayed): then a replay that did not diverge says so at its end.
-const LIVE_KINDS: [(&str, bool); 4] = [
+const LIVE_KINDS: [(&str, bool); 5] = [
     ("worker thread", true),
     ("child process", true),
+    // Replayed from its own log by the process tree, which checks it (and the launcher says
+    // when it diverged).
+    ("child process with its own log", false),
     ("vm context", false),
     // A timer of the program that fires on real time (lib/timers.js: after replay went live).
     ("timer", false),

@@ -251,6 +251,19 @@ test('children the process tree records run live; ipc children run live and are 
   assert.strictEqual(recordedByTree('/bin/sh', ['/bin/sh', '-c', 'cd x && node b.js'], tree), true);
   assert.strictEqual(recordedByTree('/bin/sh', ['/bin/sh', '-c', 'sort < f'], tree), false);
   assert.strictEqual(recordedByTree('/x/esbuild', ['/x/esbuild', '--service'], tree), false);
+  // npm bin shims: scripts whose #! line runs node, started by name on the child's PATH
+  // (npx runs `sh -c mocha`), by path, or first in a shell command; a shell script is not.
+  const bin = tmpdir('replay-children-bin');
+  fs.writeFileSync(path.join(bin, 'mocha'), '#!/usr/bin/env node\nrequire("x")\n', { mode: 0o755 });
+  fs.writeFileSync(path.join(bin, 'tool'), '#!/bin/sh\necho tool\n', { mode: 0o755 });
+  const onPath = [...tree, `PATH=/nonexistent:${bin}`];
+  assert.strictEqual(recordedByTree('/bin/sh', ['/bin/sh', '-c', 'mocha --reporter dot'], onPath), true);
+  assert.strictEqual(recordedByTree('/bin/sh', ['/bin/sh', '-c', 'FOO=1 exec mocha'], onPath), true);
+  assert.strictEqual(recordedByTree('mocha', ['mocha'], onPath), true);
+  assert.strictEqual(recordedByTree('./mocha', ['./mocha'], tree, bin), true);
+  assert.strictEqual(recordedByTree('/bin/sh', ['/bin/sh', '-c', 'tool'], onPath), false);
+  assert.strictEqual(recordedByTree('tool', ['tool'], onPath), false);
+  assert.strictEqual(recordedByTree('/bin/sh', ['/bin/sh', '-c', 'mocha'], tree), false);
   // Recording not inherited: the child's environment has no tree.
   assert.strictEqual(recordedByTree(process.execPath, [process.execPath, 'a.js'], ['PATH=/bin']), false);
   assert.deepStrictEqual(slots('inherit'), ['inherit', 'inherit', 'inherit']);

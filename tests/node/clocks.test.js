@@ -122,3 +122,27 @@ console.log(a, b, c);
   assert.deepStrictEqual([ra, rb], [a, b]);
   assert.ok(rc >= c + 20, `${rep.stdout} vs ${rec.stdout}`);
 });
+
+test('process.pid is the recorded one in replay, and process.kill of it signals this process', () => {
+  const dir = tmpdir('replay-pid');
+  // write-file-atomic names its temporary file after the pid, as programs name logs and locks.
+  const app = script(
+    dir,
+    'pid.js',
+    `const fs = require('fs');
+     const tmp = __dirname + '/out.' + process.pid + '.tmp';
+     fs.writeFileSync(tmp, 'x');
+     fs.renameSync(tmp, __dirname + '/out');
+     let got = null;
+     process.on('SIGUSR2', () => { got = 'SIGUSR2'; });
+     process.kill(process.pid, 'SIGUSR2');
+     setTimeout(() => console.log('pid', process.pid, 'signal', got, 'alive', process.kill(process.pid, 0)), 20);`,
+  );
+  const log = path.join(dir, 'pid.replay');
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^pid \d+ signal SIGUSR2 alive true\n$/);
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
