@@ -239,7 +239,8 @@ fn node_parent_and_child_replay_from_their_own_logs() {
 /// child ended: the child prints its pid, an input no hook covers, so its replay diverges.
 const NODE_HIDDEN_CHILD: &str = r#"
 const { fork } = require('child_process');
-if (process.argv[2]) console.log('child', process.pid);
+// process.ppid (the parent's live pid) is an input no hook covers.
+if (process.argv[2]) console.log('child', process.ppid);
 else fork(__filename, ['c'], { silent: true }).on('exit', () => console.log('parent done'));
 "#;
 

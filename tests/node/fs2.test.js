@@ -364,7 +364,9 @@ const d = process.argv[2];
 // the log would report the recorded descriptors.
 const ev = require(${JSON.stringify(PKG)})[Symbol.for('replay-node.events')];
 // spawnSync: ls fails on descriptors closed while it lists them (measured), its list stands.
-const count = () => ev.live(() => spawnSync('ls', ['-l', '/proc/' + process.pid + '/fd'], { encoding: 'utf8' }).stdout)
+// This process's live pid (process.pid is the recorded one in replay).
+const pid = ev.live(() => fs.readlinkSync('/proc/self'));
+const count = () => ev.live(() => spawnSync('ls', ['-l', '/proc/' + pid + '/fd'], { encoding: 'utf8' }).stdout)
   .split('\\n').filter((l) => l.includes(' -> /') && !l.endsWith('.replay')).length;
 (async () => {
   const before = count();
