@@ -40,7 +40,7 @@ const QUEUE_BYTES = 1 << 20;
 const OUT_MERGE = 64 << 10;
 
 // Hook modules under lib/, installed in this order when present.
-const MODULES = ['fs', 'crypto', 'net'];
+const MODULES = ['fs', 'crypto', 'net', 'os'];
 
 // The program as the core names it in the log (a log recorded by another program is refused):
 // the script, or what runs without one.
@@ -217,6 +217,7 @@ function installWorker() {
     if (ev.live(() => fs.existsSync(randoms))) require(randoms).install(ev);
     // Children a worker starts (esbuild's buildSync runs its binary from a worker).
     require('./lib/child.js').install(ev, native);
+    require('./lib/os.js').install(ev);
   } catch (e) {
     host.disable('installing the hooks in a worker thread', e);
   }

@@ -5,6 +5,7 @@
 const test = require('node:test');
 const assert = require('node:assert');
 const path = require('path');
+const { spawnSync } = require('child_process');
 const { tmpdir, runNode, script, argsWarned, OUTPUT_OFF } = require('./harness.js');
 
 const APP = `
@@ -145,4 +146,26 @@ test('process.pid is the recorded one in replay, and process.kill of it signals 
   const rep = runNode('replay', log, app);
   assert.strictEqual(rep.code, 0, rep.stderr);
   assert.strictEqual(rep.stdout, rec.stdout);
+});
+
+test('what os says about the machine (cpus, host name, memory, uptime) is the recorded machine\'s', () => {
+  const dir = tmpdir('replay-os');
+  const app = script(
+    dir,
+    'os.js',
+    `const os = require('os');
+     console.log(JSON.stringify([os.hostname(), os.cpus().length, os.availableParallelism(),
+       os.uptime(), os.freemem(), os.totalmem(), os.loadavg(), os.userInfo().username, os.release()]));
+     try { os.userInfo({ encoding: 42 }); console.log('accepted'); } catch (e) { console.log('bad', e.code); }`,
+  );
+  const log = path.join(dir, 'os.replay');
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  // Replay a second later: uptime and free memory have moved on; the recorded ones come back.
+  spawnSync('sleep', ['1.1']);
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stdout, rec.stdout);
+  const live = runNode(null, null, app);
+  assert.notStrictEqual(live.stdout, rec.stdout);
 });
