@@ -15,10 +15,9 @@
 //!   sequence order). Its input digest is the path; the payload is the stream's number or the
 //!   exception (class and message) the open threw.
 //! - A stream whose open was an event carries its number as a JVMTI tag; calls on it are
-//!   events (input digest: the stream number and the call's argument). So are the calls on a
-//!   FileInputStream of descriptor 0 (`System.in`: [`STDIN_STREAM`]). Other untagged streams
-//!   (class files, streams opened before VMInit or inside another hook) run live in both
-//!   modes.
+//!   events (input digest: the stream number and the call's argument). Untagged streams
+//!   (stdin, class files, streams opened before VMInit or inside another hook) run live in
+//!   both modes.
 //!
 //! Replay never touches the file: a replayed open leaves the stream's descriptor at -1 (so
 //! no Cleaner is registered and `close` has nothing to close) and tags it; its reads copy the
@@ -778,68 +777,17 @@ fn tag_stream(c: &mut Call, this: jobject, open: usize, id: jlong) -> bool {
 /// The stream's number if call `i` on `this` is an event: its tag, or for a dispatcher call
 /// the number of the NIO open that gave the FileDescriptor its descriptor.
 fn stream_for(raw: *mut RawJniEnv, this: jobject, i: usize) -> Option<jlong> {
-    stream_of(raw, this, i).or_else(|| {
+    stream_of(this).or_else(|| {
         ((NIO_READ..=NIO_SEEK).contains(&i) || i == NIO_AVAILABLE || i == NIO_IS_OTHER)
             .then(|| nio::stream_of_descriptor(raw, this))
             .flatten()
     })
 }
 
-/// The stream's number if calls on it are events (call `i`, for a FileInputStream's: the
-/// program's stdin is one too, see [`STDIN_STREAM`]).
-fn stream_of(raw: *mut RawJniEnv, this: jobject, i: usize) -> Option<jlong> {
+/// The stream's number if calls on it are events.
+fn stream_of(this: jobject) -> Option<jlong> {
     let a = agent()?;
-    match a.jvmti.tag(this).ok()? {
-        0 if (READ..=IS_REGULAR).contains(&i) => stdin_stream(a, raw, this),
-        0 | NOT_STDIN => None,
-        t => Some(t),
-    }
-}
-
-/// The stream number of a FileInputStream on descriptor 0 (`System.in`'s, made before any
-/// hook ran): its reads are events like a recorded file's, so replay gives back the bytes
-/// each read returned and what `available()` said (`BufferedInputStream` reads on while
-/// `available()` is positive: the launcher's copy of the recorded input could not split
-/// reads the same way). Never a number an open gives.
-const STDIN_STREAM: jlong = jlong::MAX;
-/// The tag of a FileInputStream found not to read descriptor 0: live, asked once.
-const NOT_STDIN: jlong = -1;
-
-fn stdin_stream(a: &Agent, raw: *mut RawJniEnv, this: jobject) -> Option<jlong> {
-    static FIS_FD: OnceLock<JFieldID> = OnceLock::new();
-    static FD_FD: OnceLock<JFieldID> = OnceLock::new();
-    // SAFETY: the calling thread's JNIEnv, passed to the native by the JVM.
-    let mut env = unsafe { JNIEnv::from_raw(raw) }.ok()?;
-    let fis = "java/io/FileInputStream";
-    let field = fsmeta::field_id(&mut env, &FIS_FD, fis, "fd", "Ljava/io/FileDescriptor;")?;
-    let fd_field = fsmeta::field_id(&mut env, &FD_FD, "java/io/FileDescriptor", "fd", "I")?;
-    // SAFETY: `this` is the native's receiver, a FileInputStream (call `i` is one of its
-    // natives), a live local reference we do not delete.
-    let stream = unsafe { JObject::from_raw(this) };
-    let fd = match env
-        .get_field_unchecked(&stream, field, ReturnType::Object)
-        .and_then(|v| v.l())
-    {
-        Ok(fd) if !fd.is_null() => fd,
-        _ => {
-            clear_exception(&mut env);
-            return None;
-        }
-    };
-    let n = env
-        .get_field_unchecked(&fd, fd_field, ReturnType::Primitive(Primitive::Int))
-        .and_then(|v| v.i());
-    let _ = env.delete_local_ref(fd);
-    let tag = match n {
-        Ok(0) => STDIN_STREAM,
-        Ok(_) => NOT_STDIN,
-        Err(_) => {
-            clear_exception(&mut env);
-            return None;
-        }
-    };
-    let _ = a.jvmti.set_tag(this, tag);
-    (tag == STDIN_STREAM).then_some(tag)
+    a.jvmti.tag(this).ok().filter(|&t| t != 0)
 }
 
 /// One call on a stream returning a number (read0, available0, skip0, length0, position0,
@@ -936,7 +884,7 @@ fn stream_read(
     live: impl Fn() -> jint,
 ) -> jint {
     run(KINDS[i], live, |call| {
-        let stream = stream_of(raw, this, i)?;
+        let stream = stream_of(this)?;
         let mut c = begin(raw)?;
         let digest = stream_digest(stream, len as i64);
         // SAFETY: the call's array argument, a local reference we do not delete.

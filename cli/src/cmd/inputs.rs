@@ -393,8 +393,17 @@ fn memory_file(chunks: &[Vec<u8>]) -> io::Result<File> {
 /// Feeds recorded chunks to the program, each once the pipe is empty again (the program
 /// read the one before), and closes the pipe if the recording saw stdin end. Runs detached.
 fn feed(mut to: File, chunks: Vec<Vec<u8>>, ended: bool) {
+    let mut full = false;
     for c in &chunks {
         drained(&to);
+        if !full {
+            // A chunk shorter than the copier's reads came on its own in the recording, after
+            // the program had read the one before: a reader that asks whether more is there
+            // right after a read (Java's BufferedInputStream, through `available()`) found
+            // nothing then, and must not find this chunk already waiting now.
+            std::thread::sleep(std::time::Duration::from_millis(3));
+        }
+        full = c.len() == CHUNK;
         if to.write_all(c).is_err() {
             return; // The program closed its stdin.
         }
