@@ -203,3 +203,49 @@ fn a_file_or_dev_null_on_stdin_comes_back_as_one() {
         again.stderr
     );
 }
+
+#[test]
+fn a_replay_in_another_directory_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let r = run(
+        dir,
+        "g",
+        "",
+        In::Null,
+        &["record", "-o", "rec", "--", "sh", "-c", "echo hi"],
+    );
+    assert_eq!((r.code, r.stdout.as_str()), (0, "hi\n"), "{}", r.stderr);
+    let same = run(
+        dir,
+        "g",
+        "",
+        In::Null,
+        &["replay", "rec", "--", "sh", "-c", "echo hi"],
+    );
+    assert_eq!(same.code, 0, "{}", same.stderr);
+    assert!(
+        !same.stderr.contains("another directory"),
+        "{}",
+        same.stderr
+    );
+    let sub = dir.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let rec = dir.join("rec");
+    let args = ["replay", p(&rec), "--", "sh", "-c", "echo hi"];
+    let other = run(&sub, "g", "", In::Null, &args);
+    assert_eq!(
+        (other.code, other.stdout.as_str()),
+        (0, "hi\n"),
+        "{}",
+        other.stderr
+    );
+    assert!(
+        other.stderr.contains(&format!(
+            "replay: note: recorded in {}, replaying in another directory",
+            dir.display()
+        )),
+        "{}",
+        other.stderr
+    );
+}

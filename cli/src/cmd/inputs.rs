@@ -43,6 +43,7 @@ use std::sync::mpsc;
 
 const KIND_ENV: &str = "launcher.env";
 const KIND_STDIN_SOURCE: &str = "launcher.stdin.source";
+const KIND_CWD: &str = "launcher.cwd";
 const KIND_STDIN: &str = "launcher.stdin";
 const KIND_STDIN_END: &str = "launcher.stdin.end";
 
@@ -179,6 +180,10 @@ impl Recording {
                 .collect(),
         };
         core.record(core.intern(KIND_ENV), 0, None, PayloadRef::Record(&env));
+        if let Ok(cwd) = std::env::current_dir() {
+            let cwd = cwd.into_os_string().into_vec();
+            core.record(core.intern(KIND_CWD), 0, None, PayloadRef::Bytes(&cwd));
+        }
         core.record(
             core.intern(KIND_STDIN_SOURCE),
             0,
@@ -323,6 +328,19 @@ impl Replaying {
                         })
                         .collect(),
                 );
+            }
+        }
+        if let Some(e) = next(KIND_CWD)? {
+            if let Payload::Bytes { data } = e.payload {
+                let recorded = std::path::PathBuf::from(OsString::from_vec(data.to_vec()));
+                if std::env::current_dir().is_ok_and(|now| now != recorded) {
+                    // Not changed into: on another machine the directory may not exist, and a
+                    // program's relative paths are the recording's either way.
+                    eprintln!(
+                        "replay: note: recorded in {}, replaying in another directory: absolute paths the program prints may differ",
+                        recorded.display()
+                    );
+                }
             }
         }
         if let Some(e) = next(KIND_STDIN_SOURCE)? {
