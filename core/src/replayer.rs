@@ -1286,6 +1286,31 @@ impl Replayer {
     /// for a turn: for values a thread takes from something shared in an order that races
     /// (a seed generator), which it must get back whatever the other threads do meanwhile.
     /// Reads on in the log while there is none; none at all is a divergence.
+    /// Whether the calling thread has a recorded event of unordered kind `kind` left
+    /// ([`Self::next_unordered`] would serve it), reading ahead as that does.
+    pub fn has_unordered(&self, kind: u32) -> bool {
+        LOCAL
+            .try_with(|l| {
+                let mut l = l.borrow_mut();
+                let local = self.bound(&mut l);
+                loop {
+                    let u = self.inner.unordered.lock().unwrap();
+                    if u.queues
+                        .get(&(local.thread, kind))
+                        .is_some_and(|q| !q.is_empty())
+                    {
+                        return true;
+                    }
+                    drop(u);
+                    let mut src = self.inner.source.lock().unwrap();
+                    if !self.read_more(&mut src) {
+                        return false;
+                    }
+                }
+            })
+            .unwrap_or(false)
+    }
+
     pub fn next_unordered(&self, kind: u32, site: u32) -> Result<Event, Box<Divergence>> {
         let r = LOCAL.try_with(|l| {
             let mut l = l.borrow_mut();

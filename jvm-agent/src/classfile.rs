@@ -118,19 +118,18 @@ pub const SITES: &[Site] = &[
         owner: QUEUE,
         interface: true,
         name: "take",
-        desc: "()Ljava/lang/Object;",
+        desc: NO_ARGS,
         hook: "poolTake",
-        hook_desc: "(Ljava/util/concurrent/BlockingQueue;)Ljava/lang/Object;",
+        hook_desc: QUEUE_ONLY,
     },
     Site {
         class: TPE,
         owner: QUEUE,
         interface: true,
         name: "poll",
-        desc: "(JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;",
+        desc: TIMED,
         hook: "poolPoll",
-        hook_desc:
-            "(Ljava/util/concurrent/BlockingQueue;JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;",
+        hook_desc: QUEUE_TIMED,
     },
     // ExecutorCompletionService: `executor.execute(new QueueingFuture(f, completionQueue))`
     // in submit numbers `f`, and `completionQueue.take()`, `poll()`, `poll(timeout, unit)`
@@ -150,28 +149,27 @@ pub const SITES: &[Site] = &[
         owner: QUEUE,
         interface: true,
         name: "take",
-        desc: "()Ljava/lang/Object;",
+        desc: NO_ARGS,
         hook: "ecsTake",
-        hook_desc: "(Ljava/util/concurrent/BlockingQueue;)Ljava/lang/Object;",
+        hook_desc: QUEUE_ONLY,
     },
     Site {
         class: ECS,
         owner: QUEUE,
         interface: true,
         name: "poll",
-        desc: "()Ljava/lang/Object;",
+        desc: NO_ARGS,
         hook: "ecsPollNow",
-        hook_desc: "(Ljava/util/concurrent/BlockingQueue;)Ljava/lang/Object;",
+        hook_desc: QUEUE_ONLY,
     },
     Site {
         class: ECS,
         owner: QUEUE,
         interface: true,
         name: "poll",
-        desc: "(JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;",
+        desc: TIMED,
         hook: "ecsPoll",
-        hook_desc:
-            "(Ljava/util/concurrent/BlockingQueue;JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;",
+        hook_desc: QUEUE_TIMED,
     },
 ];
 
@@ -187,6 +185,13 @@ const LIVE_CLOCKS: &str = "java/util/concurrent/";
 const ECS: &str = "java/util/concurrent/ExecutorCompletionService";
 const TPE: &str = "java/util/concurrent/ThreadPoolExecutor";
 const QUEUE: &str = "java/util/concurrent/BlockingQueue";
+/// `BlockingQueue.take()` and `poll()`, and their hooks, which take the queue first.
+const NO_ARGS: &str = "()Ljava/lang/Object;";
+const QUEUE_ONLY: &str = "(Ljava/util/concurrent/BlockingQueue;)Ljava/lang/Object;";
+/// `BlockingQueue.poll(timeout, unit)`, and its hooks.
+const TIMED: &str = "(JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;";
+const QUEUE_TIMED: &str =
+    "(Ljava/util/concurrent/BlockingQueue;JLjava/util/concurrent/TimeUnit;)Ljava/lang/Object;";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ParseError {

@@ -86,11 +86,19 @@ pub extern "system" fn Java_java_lang_ReplayHooks_seed0<'l>(
                 crate::record_direct(a, kind, 0, None, PayloadRef::Int(live));
                 live
             }
-            Session::Replay(_) => {
+            Session::Replay(r) => {
                 // The stack helper runs Java: what it does is not an event.
                 let Some(_inside) = HookGuard::enter() else {
                     return live;
                 };
+                // ThreadLocalRandom also starts in a thread on contention (a failed CAS in a
+                // ConcurrentHashMap counter picks a random probe): a thread that never took a
+                // seed in the recording, and does now on contention the recording did not
+                // have, gets a live one. It only spreads the counter's cells; a thread that
+                // took a seed in the recording gets it back wherever it asks first.
+                if which == 1 && !r.has_unordered(kind) {
+                    return live;
+                }
                 let env = RefCell::new(&mut env);
                 let stack = || java_stack(a, &mut env.borrow_mut());
                 match apply(a.core.replay_seed(kind, &stack)).map(|e| e.payload) {

@@ -73,7 +73,7 @@ pub fn run(a: Args) -> Res<u8> {
         if re.is_some() {
             *launch::CAPTURE.lock().unwrap_or_else(|p| p.into_inner()) = Some(Vec::new());
         }
-        let (code, dest) = launch::record_into(&common, None, false)?;
+        let (code, dest, _) = launch::record_into(&common, None, false)?;
         let out = launch::CAPTURE
             .lock()
             .unwrap_or_else(|p| p.into_inner())

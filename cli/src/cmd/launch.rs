@@ -365,8 +365,7 @@ impl Dest {
 
 pub fn record(a: RecordArgs) -> Res<u8> {
     let dest = Dest::of(a.output.as_deref(), a.log.as_deref())?;
-    let output = Setup::new(&a.common, "record")?.options.verify_output;
-    let (code, dest) = record_into(&a.common, dest, true)?;
+    let (code, dest, output) = record_into(&a.common, dest, true)?;
     summary(&dest, output);
     Ok(code)
 }
@@ -380,8 +379,8 @@ pub fn program_name(cmd: &[OsString]) -> String {
 }
 
 /// Records `c.cmd` into `dest` (a new recording directory when `None`); the program's exit
-/// status and where it was recorded.
-pub fn record_into(c: &Common, dest: Option<Dest>, announce: bool) -> Res<(u8, Dest)> {
+/// status, where it was recorded, and whether its output was.
+pub fn record_into(c: &Common, dest: Option<Dest>, announce: bool) -> Res<(u8, Dest, bool)> {
     let mut s = Setup::new(c, "record")?;
     let first = c.cmd.first().cloned().unwrap_or_default();
     // A program that cannot be found leaves no recording behind.
@@ -444,8 +443,9 @@ pub fn record_into(c: &Common, dest: Option<Dest>, announce: bool) -> Res<(u8, D
         };
         s.announce = Some(format!("replay: recording{what} into {}", dest.describe()));
     }
+    let output = s.options.verify_output;
     let code = launch(s, c, Mode::Record, stdio)?;
-    Ok((code, dest))
+    Ok((code, dest, output))
 }
 
 /// Why a recording holds only the output: no process opened a log.
