@@ -605,6 +605,15 @@ impl Recorder {
         }
     }
 
+    /// An [`Appender`] of a new logical thread named `name`, not the calling thread's: for
+    /// records no program thread makes (a front end's side records, `SIDE_KINDS`).
+    pub fn named_appender(&self, name: &str) -> Appender {
+        Appender {
+            rec: self.clone(),
+            local: Arc::new(Mutex::new(self.new_local(Some(name)))),
+        }
+    }
+
     /// An [`Appender`] that shares the calling thread's logical thread with the thread
     /// itself: the thread's own appends (`record`, ...) go on to that logical thread too,
     /// one append at a time with the appender's (each of the thread's appends takes an

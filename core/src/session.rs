@@ -104,6 +104,12 @@ pub const SEED_KINDS: [&str; 5] = [
     "seed.java.util.concurrent.ThreadPoolExecutor.offer",
 ];
 
+/// Kinds of a front end's side records: what no program thread takes in its turn, recorded
+/// through [`Core::side_appender`] and read back whole in replay by [`Core::side_events`]
+/// (a child process's output as the program read it, its exit status: replay needs them when
+/// the child starts, before the program reads them).
+pub const SIDE_KINDS: [&str; 2] = ["side.java.lang.Process.output", "side.java.lang.Process.exit"];
+
 /// What a front end tells [`Core::start`] about itself and the program.
 pub struct Frontend<'a> {
     /// `"jvm"`, `"node"`, `"c"`: replay refuses a log of another runtime.
@@ -352,12 +358,13 @@ impl Core {
                     path: path.clone(),
                     order: options.order,
                     timeout: options.timeout,
-                    // Writes are compared per thread, out of the threads' turns.
                     // Writes are compared per thread, out of the threads' turns; so are seeds
-                    // taken from shared generators (`SEED_KINDS`).
+                    // taken from shared generators (`SEED_KINDS`). Side records are read by
+                    // a scan of their own (`SIDE_KINDS`): the cursor passes over them.
                     unordered: OUTPUT_KINDS
                         .iter()
                         .chain(SEED_KINDS.iter())
+                        .chain(SIDE_KINDS.iter())
                         .map(|k| k.to_string())
                         .collect(),
                 };
@@ -640,6 +647,41 @@ impl Core {
             Ok(e) => Verdict::Serve(e),
             Err(d) => self.diverged(with_context(d, context)),
         }
+    }
+
+    /// Record: an appender for side records ([`SIDE_KINDS`]), a logical thread of its own
+    /// named `name` that no program thread binds to in replay. `None` in replay.
+    pub fn side_appender(&self, name: &str) -> Option<crate::Appender> {
+        match &self.session {
+            Session::Record(r) => Some(r.named_appender(name)),
+            Session::Replay(_) => None,
+        }
+    }
+
+    /// Replay: every event of side kind `kind` ([`SIDE_KINDS`]) in the whole log, in
+    /// sequence order, read by a pass of its own over the log (the replay's reader is only
+    /// as far as the program got). A cut log gives what it holds. Empty when recording.
+    pub fn side_events(&self, kind: &str) -> Result<Vec<Event>, String> {
+        let Session::Replay(r) = &self.session else {
+            return Ok(Vec::new());
+        };
+        let path = r.path();
+        let mut reader = crate::LogReader::open(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let mut out = Vec::new();
+        let mut id = None;
+        // A cut log ends the scan without an error: replay reports the cut where it meets it.
+        while let Ok(Some(batch)) = reader.next_batch() {
+            if id.is_none() {
+                id = reader.strings().id(kind);
+            }
+            let Some(k) = id else { continue };
+            for run in batch.runs {
+                out.extend(run.events.into_iter().filter(|e| e.kind == k));
+            }
+        }
+        out.sort_by_key(|e| e.seq);
+        Ok(out)
     }
 
     /// Reports a divergence and applies the policy: the one place where that happens, for

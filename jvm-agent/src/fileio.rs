@@ -118,7 +118,7 @@ const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
     (&["Ljava/io/FileOutputStream;"], &["writeBytes"], "([BIIZ)V"),
     (&["Ljava/io/FileOutputStream;"], &["write"], "(IZ)V"),
     (&["Ljava/lang/Shutdown;"], &["halt0"], "(I)V"),
-    // A child process (`ProcessBuilder`, `Runtime.exec`) runs live: counted, src/output.rs.
+    // A child process starts (`ProcessBuilder`, `Runtime.exec`), src/children.rs.
     (
         &["Ljava/lang/ProcessImpl;"],
         &["forkAndExec"],
@@ -352,7 +352,7 @@ fn wrapper(i: usize) -> *mut c_void {
         NIO_UNLINK => nio::unlink0 as nio::PathFn as *mut c_void,
         NIO_RMDIR => nio::rmdir0 as nio::PathFn as *mut c_void,
         NIO_RENAME => nio::rename0 as nio::RenameFn as *mut c_void,
-        _ => output::fork_and_exec as output::ForkFn as *mut c_void,
+        _ => crate::children::fork_and_exec as crate::children::ForkFn as *mut c_void,
     }
 }
 
@@ -400,6 +400,8 @@ pub unsafe extern "C" fn on_native_bind(
             }
             *new_address = wrapper(i);
         } else if let Some(w) = crate::net::bind(&owner, &name, &sig, address) {
+            *new_address = w;
+        } else if let Some(w) = crate::children::bind(&owner, &name, &sig, address) {
             *new_address = w;
         }
     })
@@ -828,6 +830,11 @@ pub(crate) fn scalar_event(
 }
 
 unsafe extern "system" fn read0(raw: *mut RawJniEnv, this: jobject) -> jint {
+    if let Some(pipe) = crate::children::pipe_of(raw, this) {
+        let r = unsafe { orig::<IntFn>(READ)(raw, this) };
+        crate::children::read_byte(pipe, r);
+        return r;
+    }
     let live = || unsafe { orig::<IntFn>(READ)(raw, this) } as i64;
     scalar(raw, this, READ, 0, live) as jint
 }
@@ -868,6 +875,12 @@ unsafe extern "system" fn read_bytes(
     off: jint,
     len: jint,
 ) -> jint {
+    if let Some(pipe) = crate::children::pipe_of(raw, this) {
+        // A child's pipe (src/children.rs): read live, what was read is a side record.
+        let n = unsafe { orig::<BytesFn>(READ_BYTES)(raw, this, b, off, len) };
+        crate::children::read_bytes(raw, pipe, b, off, n);
+        return n;
+    }
     let live = || unsafe { orig::<BytesFn>(READ_BYTES)(raw, this, b, off, len) };
     stream_read(raw, this, READ_BYTES, b, off, len, live)
 }

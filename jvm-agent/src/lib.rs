@@ -25,6 +25,7 @@
 
 mod cache;
 mod classfile;
+mod children;
 mod context;
 mod copy;
 mod drain;

@@ -280,9 +280,10 @@ pub unsafe extern "system" fn close0(raw: *mut RawJniEnv, cls: jclass, fd: jint)
 
 pub unsafe extern "system" fn fd_close0(raw: *mut RawJniEnv, this: jobject) {
     guarded("FileDescriptor.close0", (), || {
-        if OPEN.load(Ordering::Acquire) != 0 {
+        if OPEN.load(Ordering::Acquire) != 0 || crate::children::has_pipes() {
             if let Some(n) = descriptor_number(raw, this) {
                 forget(n);
+                crate::children::forget(n);
             }
         }
     });
@@ -295,7 +296,10 @@ pub unsafe extern "system" fn cleanup_close0(
     fd: jint,
     handle: jlong,
 ) {
-    guarded("FileCleanable.cleanupClose0", (), || forget(fd));
+    guarded("FileCleanable.cleanupClose0", (), || {
+        forget(fd);
+        crate::children::forget(fd);
+    });
     unsafe { orig::<CleanupFn>(CLEANUP_CLOSE)(raw, cls, fd, handle) }
 }
 

@@ -18,7 +18,7 @@
 //! `Shutdown.exit`) all pass `java.lang.Shutdown.halt0`, before VMDeath closes the log. When
 //! `main` just returns, the launcher decides 0 or 1 after VMDeath: nothing is compared then.
 
-use crate::fileio::{orig, FORK, HALT, OUT_WRITE, OUT_WRITE_BYTES};
+use crate::fileio::{orig, HALT, OUT_WRITE, OUT_WRITE_BYTES};
 use crate::{agent, apply, fsmeta, guarded, java_stack, output_turn, Agent};
 use jni::objects::JFieldID;
 use jni::sys::{jboolean, jbyteArray, jclass, jint, jobject, JNIEnv as RawJniEnv};
@@ -183,78 +183,6 @@ pub unsafe extern "system" fn halt0(raw: *mut RawJniEnv, cls: jclass, status: ji
     });
     // SAFETY: the saved original of this very native.
     unsafe { orig::<HaltFn>(HALT)(raw, cls, status) }
-}
-
-pub type ForkFn = unsafe extern "system" fn(
-    *mut RawJniEnv,
-    jobject,
-    jint,
-    jobject,
-    jobject,
-    jobject,
-    jint,
-    jobject,
-    jint,
-    jobject,
-    jobject,
-    jboolean,
-) -> jint;
-
-/// `java.lang.ProcessImpl.forkAndExec`: a child process starts, and runs live in replay
-/// (what it reads and prints is out of replay's sight): counted, so that a replay that finds
-/// no divergence says at its end that it could not check the child; a runtime the process
-/// tree records in its own log (`java`, `node`, ...) is checked there and counted as such.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "system" fn fork_and_exec(
-    raw: *mut RawJniEnv,
-    this: jobject,
-    mode: jint,
-    helper: jobject,
-    prog: jobject,
-    args: jobject,
-    argc: jint,
-    env: jobject,
-    envc: jint,
-    dir: jobject,
-    fds: jobject,
-    redirect: jboolean,
-) -> jint {
-    guarded("ProcessImpl.forkAndExec", (), || {
-        if let Some(a) = agent() {
-            // SAFETY: the JNIEnv of the calling thread; `prog` is the call's byte[] argument.
-            let runtime = unsafe { JNIEnv::from_raw(raw) }
-                .ok()
-                .is_some_and(|mut env| {
-                    // SAFETY: `prog` is a byte[] (a local reference we do not delete).
-                    let arr = unsafe { jni::objects::JByteArray::from_raw(prog) };
-                    let name = env.convert_byte_array(&arr).unwrap_or_default();
-                    clear_pending(&mut env);
-                    tree_runtime(&name)
-                });
-            if runtime {
-                a.core.ran_live("child process with its own log");
-            } else {
-                a.core.ran_unchecked("child process");
-            }
-        }
-    });
-    // SAFETY: the saved original of this very native, called with the JVM's arguments.
-    unsafe {
-        orig::<ForkFn>(FORK)(
-            raw, this, mode, helper, prog, args, argc, env, envc, dir, fds, redirect,
-        )
-    }
-}
-
-/// Whether a child running `prog` (a NUL-terminated path or name) is recorded in its own
-/// log by the process tree (a runtime the launcher's tree reaches): replayed and checked there.
-fn tree_runtime(prog: &[u8]) -> bool {
-    const RUNTIMES: &[&[u8]] = &[
-        b"java", b"javac", b"jshell", b"jar", b"node", b"nodejs", b"npm", b"npx",
-    ];
-    let prog = prog.split(|&b| b == 0).next().unwrap_or_default();
-    let base = prog.rsplit(|&b| b == b'/').next().unwrap_or_default();
-    std::env::var_os(replay_core::tree::ENV_TREE).is_some() && RUNTIMES.contains(&base)
 }
 
 /// Clears an exception a JNI call left pending, without describing it (that would print).
