@@ -236,3 +236,52 @@ fn nio_reads_replay_and_a_failed_open_fails_the_same_way_after_the_file_appeared
         );
     }
 }
+
+/// `Children`: children whose output is piped to the program (separate, merged, fed on
+/// stdin, drained by the JDK's reaper after exit, a missing command) replay without running:
+/// the recorded output and exit statuses come back after the file they print was edited,
+/// and no child starts (each appends to runs.txt). A changed command is a divergence at its
+/// start.
+#[test]
+fn child_processes_with_piped_output_replay_without_running() {
+    for jdk in jdks() {
+        let n = name(jdk);
+        let r = record(jdk, "Children", &[], |d| {
+            std::fs::write(d.join("data.txt"), "first\n").unwrap();
+        });
+        assert!(
+            r.out.starts_with(
+                "separate: out=first err=warning status=3\nmerged: [first][ls failed] status=2\nfed: 300000 status=0\nexec: "
+            ) && r.out.ends_with("missing: true\n"),
+            "{n}: {}",
+            r.out
+        );
+        let runs = r.dir.path().join("runs.txt");
+        assert_eq!(std::fs::read_to_string(&runs).unwrap(), "ran\n".repeat(4));
+        assert_eq!(
+            r.kinds.get("java.lang.ProcessImpl.forkAndExec"),
+            Some(&5),
+            "{n}: {:?}",
+            r.kinds
+        );
+        std::fs::write(r.dir.path().join("data.txt"), "second\n").unwrap();
+        assert_replays(jdk, &r, &[], "Children", &[]);
+        assert_eq!(
+            std::fs::read_to_string(&runs).unwrap(),
+            "ran\n".repeat(4),
+            "{n}: replay started a child"
+        );
+        // Another command: a divergence at its start, which does not run.
+        let o = replay(jdk, &r, &[], "Children", &["head"]);
+        assert_eq!(o.code(), 86, "{n}: {}", o.stderr);
+        assert!(
+            o.stderr.contains("java.lang.ProcessImpl.forkAndExec"),
+            "{n}: {}",
+            o.stderr
+        );
+        assert_eq!(std::fs::read_to_string(&runs).unwrap(), "ran\n".repeat(4));
+        // Live, the edited file shows: the replay did not just print what a live run prints.
+        let live = java(jdk, r.dir.path(), &[], None, "Children", &[]);
+        assert!(ok(&live, "live").contains("out=second"), "{n}");
+    }
+}
