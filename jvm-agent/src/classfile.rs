@@ -173,14 +173,34 @@ pub const SITES: &[Site] = &[
     },
 ];
 
-/// The package (and subpackages) whose clock reads are never redirected: in
-/// `java.util.concurrent` a clock read only measures a timed wait (`awaitNanos`,
-/// `FutureTask.get(timeout)`, `awaitTermination`, a queue's `poll(timeout)`), and whether
-/// such a wait reads the clock at all depends on whether another thread was done first:
-/// recorded as events, they made replays diverge on the race itself. The waits run live;
-/// what the program sees of them (a task taken, a time-out) is recorded where it matters
-/// (src/pools.rs), and the program's own clock reads are events as before.
-const LIVE_CLOCKS: &str = "java/util/concurrent/";
+/// Classes whose clock reads are never redirected (a name ending in `/` is a package and its
+/// subpackages; else a class and its nested classes): in them a clock read only measures a
+/// timed wait (`java.util.concurrent`'s `awaitNanos`, `FutureTask.get(timeout)`,
+/// `awaitTermination`, a queue's `poll(timeout)`; `Thread.join(millis)`;
+/// `Process.waitFor(timeout)`; `ReferenceQueue.remove(timeout)`), and whether such a wait
+/// reads the clock at all depends on whether another thread was done first: recorded as
+/// events, they made replays diverge on the race itself (ant's `ProcessDestroyer` joins a
+/// thread that has ended, or not yet, with a time-out). The waits run live; what the program
+/// sees of them (a task taken, a time-out) is recorded where it matters (src/pools.rs), and
+/// the program's own clock reads are events as before.
+const LIVE_CLOCKS: [&str; 5] = [
+    "java/util/concurrent/",
+    "java/lang/ref/",
+    "java/lang/Thread",
+    "java/lang/ProcessImpl",
+    "java/lang/ProcessHandleImpl",
+];
+
+/// Whether class `name` is one of [`LIVE_CLOCKS`].
+fn live_clocks(name: &[u8]) -> bool {
+    LIVE_CLOCKS.iter().any(|c| {
+        let c = c.as_bytes();
+        match name.strip_prefix(c) {
+            Some(rest) => c.ends_with(b"/") || rest.is_empty() || rest.starts_with(b"$"),
+            None => false,
+        }
+    })
+}
 
 const ECS: &str = "java/util/concurrent/ExecutorCompletionService";
 const TPE: &str = "java/util/concurrent/ThreadPoolExecutor";
@@ -360,10 +380,7 @@ impl<'a> Pool<'a> {
     /// (none in a class of [`LIVE_CLOCKS`]).
     fn target_refs(&self) -> Result<Vec<usize>, ParseError> {
         let mut out = Vec::new();
-        if self
-            .this_name()
-            .is_ok_and(|n| n.starts_with(LIVE_CLOCKS.as_bytes()))
-        {
+        if self.this_name().is_ok_and(live_clocks) {
             return Ok(out);
         }
         for e in &self.entries {
@@ -704,6 +721,21 @@ pub fn rewrite(class: &[u8], hook_class: &str) -> Result<Option<Vec<u8>>, ParseE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_clock_classes_are_the_listed_ones_their_nested_classes_and_packages() {
+        for live in [
+            "java/lang/Thread",
+            "java/lang/ProcessImpl$1",
+            "java/util/concurrent/locks/AbstractQueuedSynchronizer",
+            "java/lang/ref/ReferenceQueue",
+        ] {
+            assert!(live_clocks(live.as_bytes()), "{live}");
+        }
+        for redirected in ["java/lang/ThreadLocal", "java/lang/System", "java/util/Timer"] {
+            assert!(!live_clocks(redirected.as_bytes()), "{redirected}");
+        }
+    }
 
     /// Builds class files entry by entry for the tests.
     #[derive(Default)]
