@@ -108,7 +108,10 @@ pub const SEED_KINDS: [&str; 5] = [
 /// through [`Core::side_appender`] and read back whole in replay by [`Core::side_events`]
 /// (a child process's output as the program read it, its exit status: replay needs them when
 /// the child starts, before the program reads them).
-pub const SIDE_KINDS: [&str; 2] = ["side.java.lang.Process.output", "side.java.lang.Process.exit"];
+pub const SIDE_KINDS: [&str; 2] = [
+    "side.java.lang.Process.output",
+    "side.java.lang.Process.exit",
+];
 
 /// What a front end tells [`Core::start`] about itself and the program.
 pub struct Frontend<'a> {

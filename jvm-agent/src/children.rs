@@ -18,9 +18,17 @@
 //!   recording). Its stdin is drained so that a program feeding the child never blocks. The
 //!   reaper gets the recorded exit status.
 //!
+//! A child whose stdout or stderr is inherited (`inheritIO`, `Redirect.INHERIT`) is replayed
+//! the same way: record gives it a pipe instead, and a copier thread of the agent writes what
+//! comes through to the program's own descriptor as it records it (the program still sees no
+//! stream, as with an inherited output); the reaper's exit status waits for the copy to end
+//! (at most `COPY_WAIT`), so that the child's output comes before what the program prints
+//! after `waitFor`. In replay the stand-in inherits the descriptor and writes the recorded
+//! bytes there.
+//!
 //! Children that run live in replay (counted as such at the end of replay): a runtime the
 //! process tree records in its own log (`java`, `node`, ...: checked there), and a child with
-//! an output inherited or sent to a file (what it prints never passes the program).
+//! an output sent to a file.
 
 use crate::fileio::{
     begin, orig, pending_exception, record_one, replay_one, run, throw_recorded, FORK,
@@ -69,6 +77,13 @@ static PIPES: Mutex<Vec<(jint, u32, u8)>> = Mutex::new(Vec::new());
 static PIPE_COUNT: AtomicUsize = AtomicUsize::new(0);
 /// Child pid (the stand-in's in replay) -> its number.
 static PIDS: Mutex<Option<HashMap<jlong, u32>>> = Mutex::new(None);
+/// Record: per child, its copiers of inherited output still running (`COPY_DONE` wakes
+/// the reaper waiting for them).
+static COPIERS: Mutex<Option<HashMap<u32, usize>>> = Mutex::new(None);
+static COPY_DONE: std::sync::Condvar = std::sync::Condvar::new();
+/// How long the reaper waits for a child's inherited output to be copied after it exited (a
+/// grandchild still holding the pipe keeps it open).
+const COPY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Record: the side records' logical thread.
 static SIDE: OnceLock<Option<Appender>> = OnceLock::new();
 /// Replay: what the recording holds of each child, read once at the first stand-in.
@@ -194,6 +209,75 @@ fn read_data(a: &Agent, (child, stream): (u32, u8), bytes: Vec<u8>) {
     record_side(a, SIDE_KINDS[0], fields, child);
 }
 
+/// Record: copies an inherited output of `child` (`stream`: 1 or 2) from the pipe `from` to
+/// the program's own descriptor, recording each chunk before writing it, until the end.
+fn copy_inherited(child: u32, stream: u8, from: jint) {
+    if let Ok(mut c) = COPIERS.lock() {
+        *c.get_or_insert_with(HashMap::new).entry(child).or_default() += 1;
+    }
+    let done = move || {
+        if let Ok(mut c) = COPIERS.lock() {
+            if let Some(n) = c.as_mut().and_then(|m| m.get_mut(&child)) {
+                *n = n.saturating_sub(1);
+            }
+            COPY_DONE.notify_all();
+        }
+    };
+    let copy = move || {
+        use std::io::{Read, Write};
+        use std::os::fd::FromRawFd;
+        // SAFETY: `from` is the read end of the pipe the JVM just made for the child, which
+        // nothing else in the process knows (the program got -1 for it): this owns it.
+        let mut src = unsafe { std::fs::File::from_raw_fd(from) };
+        // SAFETY: the program's stdout or stderr, borrowed (never closed here).
+        let mut dst =
+            std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(stream as i32) });
+        let mut buf = vec![0u8; 1 << 16];
+        loop {
+            match src.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if let Some(a) = agent() {
+                        read_data(a, (child, stream), buf[..n].to_vec());
+                    }
+                    let _ = dst.write_all(&buf[..n]);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        done();
+    };
+    if std::thread::Builder::new()
+        .name("replay child output".into())
+        .spawn(copy)
+        .is_err()
+    {
+        eprintln!("replay: internal error: cannot start a thread copying a child's output");
+        done();
+    }
+}
+
+/// Record: waits (at most [`COPY_WAIT`]) until the inherited outputs of `child` are copied.
+fn wait_copied(child: u32) {
+    let Ok(mut c) = COPIERS.lock() else { return };
+    let deadline = std::time::Instant::now() + COPY_WAIT;
+    while c
+        .as_ref()
+        .and_then(|m| m.get(&child))
+        .is_some_and(|&n| n > 0)
+    {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        match COPY_DONE.wait_timeout(c, left) {
+            Ok((g, _)) => c = g,
+            Err(_) => return,
+        }
+    }
+}
+
 /// The descriptor number of a FileInputStream.
 fn stream_descriptor(raw: *mut RawJniEnv, this: jobject) -> Option<jint> {
     static FIS_FD: OnceLock<JFieldID> = OnceLock::new();
@@ -247,6 +331,7 @@ unsafe extern "system" fn wait_for_process_exit0(
         match &a.core.session {
             Session::Record(_) => {
                 if reap != 0 {
+                    wait_copied(child);
                     let fields = vec![replay_core::Field {
                         name: "status".into(),
                         value: FieldValue::Int(status as i64),
@@ -323,7 +408,8 @@ fn count_live(a: &Agent, runtime: bool) {
 /// its stdin is a pipe from the program (drained in the background, so that the program's
 /// writes never block; an inherited terminal is left alone). The two outputs are written at
 /// once: a program reading stderr to its end before stdout must not wait for a full pipe.
-const STAND_IN: &str = "d=$0; if [ \"$1\" = 1 ]; then exec 3<&0; (cat <&3 >/dev/null 2>&1 &); exec 3<&-; fi; \
+const STAND_IN: &str =
+    "d=$0; if [ \"$1\" = 1 ]; then exec 3<&0; (cat <&3 >/dev/null 2>&1 &); exec 3<&-; fi; \
 cat \"$d/out\" & cat \"$d/err\" >&2 & wait; rm -rf \"$d\"";
 
 /// Replay: starts the stand-in of child `child` with the program's descriptors `fds`; its pid.
@@ -338,7 +424,9 @@ fn stand_in(
     let scan = match scan(a) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("replay: cannot read the recorded output of child processes ({e}): they run live");
+            eprintln!(
+                "replay: cannot read the recorded output of child processes ({e}): they run live"
+            );
             return None;
         }
     };
@@ -434,10 +522,12 @@ pub unsafe extern "system" fn fork_and_exec(
             count_live(a, runtime);
             return None;
         }
-        // -1: a pipe to the program. Output and error both reach the program (or error goes
-        // with output): what the child says, the program reads.
-        let piped = given[1] == -1 && (given[2] == -1 || redirect != 0);
-        let replayable = piped && !runtime;
+        // -1: a pipe to the program; 1 and 2: the program's own stdout and stderr, inherited.
+        // What the child says reaches the program or its output (error may go with output).
+        let inherit = [false, given[1] == 1, given[2] == 2 && redirect == 0];
+        let out_ok = given[1] == -1 || inherit[1];
+        let err_ok = given[2] == -1 || redirect != 0 || inherit[2];
+        let replayable = out_ok && err_ok && !runtime;
         let Some(mut c) = begin(raw) else {
             count_live(a, runtime);
             return None;
@@ -445,6 +535,20 @@ pub unsafe extern "system" fn fork_and_exec(
         let digest = replay_core::digest(&[&name, &argv]);
         match &c.a.core.session {
             Session::Record(_) => {
+                // An inherited output becomes a pipe the agent copies (see the module's doc).
+                let swap = replayable && (inherit[1] || inherit[2]);
+                if swap {
+                    let pipes = [
+                        given[0],
+                        if inherit[1] { -1 } else { given[1] },
+                        if inherit[2] { -1 } else { given[2] },
+                    ];
+                    if c.env.set_int_array_region(&fds_arr, 0, &pipes).is_err() {
+                        crate::clear_exception(&mut c.env);
+                        count_live(a, runtime);
+                        return Some(call());
+                    }
+                }
                 let pid = call();
                 if let Some(ex) = pending_exception(&mut c.env) {
                     record_one(c.a, FORK, digest, -1, Some(&ex), None);
@@ -459,11 +563,29 @@ pub unsafe extern "system" fn fork_and_exec(
                 if c.env.get_int_array_region(&fds_arr, 0, &mut now).is_ok() {
                     if let Ok(mut pipes) = PIPES.lock() {
                         for (i, stream) in [(1, 1u8), (2, 2u8)] {
-                            if now[i] >= 0 {
+                            if now[i] >= 0 && !inherit[i] {
                                 pipes.push((now[i], child, stream));
                             }
                         }
                         PIPE_COUNT.store(pipes.len(), Ordering::Relaxed);
+                    }
+                    if swap {
+                        // The program sees what an inherited output gives it: no stream.
+                        let _ = c.env.set_int_array_region(
+                            &fds_arr,
+                            0,
+                            &[
+                                now[0],
+                                if inherit[1] { -1 } else { now[1] },
+                                if inherit[2] { -1 } else { now[2] },
+                            ],
+                        );
+                        crate::clear_exception(&mut c.env);
+                        for (i, stream) in [(1, 1u8), (2, 2u8)] {
+                            if inherit[i] && now[i] >= 0 {
+                                copy_inherited(child, stream, now[i]);
+                            }
+                        }
                     }
                 } else {
                     crate::clear_exception(&mut c.env);

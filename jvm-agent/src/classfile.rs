@@ -12,6 +12,9 @@
 //! The parser never trusts its input: every read is bounds-checked and any problem is an
 //! `Err`, on which the caller leaves the class unchanged.
 
+/// The clocks: the first [`CLOCK_TARGETS`] entries of [`TARGETS`].
+const CLOCK_TARGETS: usize = 3;
+
 /// The methods redirected to the hook class: (class, name, descriptor).
 pub const TARGETS: &[(&str, &str, &str)] = &[
     ("java/lang/System", "nanoTime", "()J"),
@@ -182,13 +185,19 @@ pub const SITES: &[Site] = &[
 /// events, they made replays diverge on the race itself (ant's `ProcessDestroyer` joins a
 /// thread that has ended, or not yet, with a time-out). The waits run live; what the program
 /// sees of them (a task taken, a time-out) is recorded where it matters (src/pools.rs), and
-/// the program's own clock reads are events as before.
-const LIVE_CLOCKS: [&str; 5] = [
+/// the program's own clock reads are events as before. Class loaders read the clock only for
+/// the JVM's performance counters (`ClassLoader.loadClass`, `URLClassLoader.defineClass`), and
+/// which thread loads a class first is a race (groovy's threads replayed with the load in
+/// another thread): class loading stays live, its clock reads too.
+const LIVE_CLOCKS: [&str; 8] = [
     "java/util/concurrent/",
     "java/lang/ref/",
     "java/lang/Thread",
     "java/lang/ProcessImpl",
     "java/lang/ProcessHandleImpl",
+    "java/lang/ClassLoader",
+    "java/net/URLClassLoader",
+    "jdk/internal/loader/",
 ];
 
 /// Whether class `name` is one of [`LIVE_CLOCKS`].
@@ -377,12 +386,15 @@ impl<'a> Pool<'a> {
     }
 
     /// Offsets (into `bytes`) of the `class_index` fields of Methodrefs naming a target
-    /// (none in a class of [`LIVE_CLOCKS`]).
+    /// (no clock, [`CLOCK_TARGETS`], in a class of [`LIVE_CLOCKS`]: its sleeps and seeds are
+    /// still hooked).
     fn target_refs(&self) -> Result<Vec<usize>, ParseError> {
         let mut out = Vec::new();
-        if self.this_name().is_ok_and(live_clocks) {
-            return Ok(out);
-        }
+        let targets = if self.this_name().is_ok_and(live_clocks) {
+            &TARGETS[CLOCK_TARGETS..]
+        } else {
+            TARGETS
+        };
         for e in &self.entries {
             if e.tag != METHODREF {
                 continue;
@@ -391,12 +403,12 @@ impl<'a> Pool<'a> {
             let nat = self.entry(self.ref_at(*e, 1)?, NAME_AND_TYPE)?;
             let class_name = self.utf8(self.ref_at(class, 0)?)?;
             // Cheap reject first: almost no Methodref names one of the target classes.
-            if !TARGETS.iter().any(|t| t.0.as_bytes() == class_name) {
+            if !targets.iter().any(|t| t.0.as_bytes() == class_name) {
                 continue;
             }
             let name = self.utf8(self.ref_at(nat, 0)?)?;
             let desc = self.utf8(self.ref_at(nat, 1)?)?;
-            if TARGETS.iter().any(|t| {
+            if targets.iter().any(|t| {
                 t.0.as_bytes() == class_name && t.1.as_bytes() == name && t.2.as_bytes() == desc
             }) {
                 out.push(e.off + 1);
@@ -729,10 +741,16 @@ mod tests {
             "java/lang/ProcessImpl$1",
             "java/util/concurrent/locks/AbstractQueuedSynchronizer",
             "java/lang/ref/ReferenceQueue",
+            "java/lang/ClassLoader",
+            "jdk/internal/loader/BuiltinClassLoader",
         ] {
             assert!(live_clocks(live.as_bytes()), "{live}");
         }
-        for redirected in ["java/lang/ThreadLocal", "java/lang/System", "java/util/Timer"] {
+        for redirected in [
+            "java/lang/ThreadLocal",
+            "java/lang/System",
+            "java/util/Timer",
+        ] {
             assert!(!live_clocks(redirected.as_bytes()), "{redirected}");
         }
     }

@@ -24,8 +24,8 @@
 //! error stops the program (it could only run on with wrong values).
 
 mod cache;
-mod classfile;
 mod children;
+mod classfile;
 mod context;
 mod copy;
 mod drain;
