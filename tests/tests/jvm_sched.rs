@@ -181,3 +181,19 @@ fn executor_tasks_run_on_their_recorded_workers_in_their_recorded_order() {
         }
     }
 }
+
+/// `JoinRace`: the recording's join found its thread ended (the program slept first); the
+/// replay's compressed sleep reaches the join while the thread still runs. `Thread.join`'s
+/// own clock reads only measure that wait: they stay live, and the replay ends the same.
+#[test]
+fn a_timed_join_that_waits_only_in_replay_replays() {
+    for jdk in jdks() {
+        let n = name(jdk);
+        let d = tempfile::tempdir().unwrap();
+        let (log, recorded) = record(jdk, d.path(), "JoinRace", &[]);
+        assert!(recorded.starts_with("joined true at "), "{n}: {recorded}");
+        let o = replay(jdk, d.path(), &log, "", "JoinRace", &[]);
+        assert_eq!(ok(&o, &format!("{n}: replay")), recorded, "{n}");
+        assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
+    }
+}
