@@ -910,6 +910,13 @@ function install() {
     disable('installing the timer hooks', e);
     return;
   }
+  // Worker threads' events on the main thread, in their recorded order (lib/worker.js).
+  try {
+    require('./lib/worker.js').install(ev);
+  } catch (e) {
+    disable('installing the worker thread hooks', e);
+    return;
+  }
   // The program's stdout/stderr writes (before the ES module exports are synced: fs.writeSync
   // is hooked there too), and child processes (lib/child.js: replayed from this side, or run
   // live by rule and counted).

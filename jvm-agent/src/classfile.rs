@@ -185,11 +185,13 @@ pub const SITES: &[Site] = &[
 /// events, they made replays diverge on the race itself (ant's `ProcessDestroyer` joins a
 /// thread that has ended, or not yet, with a time-out). The waits run live; what the program
 /// sees of them (a task taken, a time-out) is recorded where it matters (src/pools.rs), and
-/// the program's own clock reads are events as before. Class loaders read the clock only for
-/// the JVM's performance counters (`ClassLoader.loadClass`, `URLClassLoader.defineClass`), and
-/// which thread loads a class first is a race (groovy's threads replayed with the load in
-/// another thread): class loading stays live, its clock reads too.
-const LIVE_CLOCKS: [&str; 8] = [
+/// the program's own clock reads are events as before. Class loaders, `ZipFile` and the module
+/// path read the clock only for the JVM's performance counters (`ClassLoader.loadClass`,
+/// `URLClassLoader.defineClass`, a jar's open): which thread loads a class first is a race
+/// (groovy's threads replayed with the load in another thread), and when a jar is opened
+/// depends on what was loaded before, the agent's own work included: class loading stays
+/// live, its clock reads too.
+const LIVE_CLOCKS: [&str; 10] = [
     "java/util/concurrent/",
     "java/lang/ref/",
     "java/lang/Thread",
@@ -198,6 +200,8 @@ const LIVE_CLOCKS: [&str; 8] = [
     "java/lang/ClassLoader",
     "java/net/URLClassLoader",
     "jdk/internal/loader/",
+    "jdk/internal/module/",
+    "java/util/zip/ZipFile",
 ];
 
 /// Whether class `name` is one of [`LIVE_CLOCKS`].
@@ -743,6 +747,7 @@ mod tests {
             "java/lang/ref/ReferenceQueue",
             "java/lang/ClassLoader",
             "jdk/internal/loader/BuiltinClassLoader",
+            "java/util/zip/ZipFile$Source",
         ] {
             assert!(live_clocks(live.as_bytes()), "{live}");
         }
