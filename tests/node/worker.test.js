@@ -99,3 +99,40 @@ test('messages and exits of racing workers arrive in their recorded order', () =
     assert.strictEqual(rep.stdout, rec.stdout);
   }
 });
+
+// The same race over ports of MessageChannels the program made (as tinypool and birpc
+// answer): each worker answers on its own port.
+const PORTS = `
+const { Worker, MessageChannel } = require('worker_threads');
+const src = \`
+const { workerData } = require('worker_threads');
+let x = 0;
+for (let i = 0; i < workerData.n; i++) x = (x * 31 + i) % 1000003;
+workerData.port.postMessage(workerData.name + ' done ' + x);
+setTimeout(() => { workerData.port.postMessage(workerData.name + ' later'); workerData.port.close(); }, 2);
+\`;
+const out = [];
+let closed = 0;
+for (const [name, n] of [['a', 2e6], ['b', 2e6], ['c', 1e6]]) {
+  const { port1, port2 } = new MessageChannel();
+  port1.on('message', (m) => out.push(m));
+  port1.on('close', () => { if (++closed === 3) console.log(out.join('\\n')); });
+  new Worker(src, { eval: true, workerData: { name, n, port: port2 }, transferList: [port2] });
+  setTimeout(() => out.push('timer ' + name), 15);
+}
+`;
+
+test('messages racing over program-made message ports arrive in their recorded order', () => {
+  const d = tmpdir('worker-ports');
+  const app = script(d, 'ports.js', PORTS);
+  const log = `${d}/ports.replay`;
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout.split('\n').filter(Boolean).length, 9, rec.stdout);
+  for (let i = 0; i < 4; i++) {
+    const rep = runNode('replay', log, app);
+    assert.strictEqual(rep.code, 0, rep.stderr);
+    assert.strictEqual(rep.stderr, '');
+    assert.strictEqual(rep.stdout, rec.stdout);
+  }
+});
