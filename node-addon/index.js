@@ -320,7 +320,8 @@ function install() {
   }
 
   let clockFor; // code -> (liveFn -> value): the clock hook of one kind, set per mode below
-  let finish; // called once at exit
+  let finish; // called once at exit (or at a signal the process dies of: lib/signals.js)
+  let finished = false;
 
   // Math.random: a xorshift128+ generator run here in both modes (recording each double
   // would cost several times the call: they do not compress). The log holds its seed and,
@@ -910,6 +911,21 @@ function install() {
     disable('installing the timer hooks', e);
     return;
   }
+  // SIGINT, SIGTERM and SIGHUP as completions (lib/signals.js): `end` closes the session as
+  // the exit listener below would, before the process dies of the signal.
+  try {
+    require('./lib/signals.js').install(ev, (status) => {
+      if (finished) return 0;
+      finished = true;
+      const s = finish(status);
+      restore();
+      if (ev) ev.restoreAll();
+      return s;
+    });
+  } catch (e) {
+    disable('installing the signal hooks', e);
+    return;
+  }
   // Worker threads' events on the main thread, in their recorded order (lib/worker.js).
   try {
     require('./lib/worker.js').install(ev);
@@ -936,7 +952,6 @@ function install() {
     return;
   }
 
-  let finished = false;
   process.on('exit', (code) => {
     if (finished) return;
     finished = true;

@@ -34,6 +34,10 @@
 //                           session timeout is a divergence naming both. cb(ev.LIVE) when
 //                           replay went live. `weak`: the wait keeps the process alive no
 //                           more than an unref'd timer would (lib/timers.js)
+//   ev.watch(key, cb)       replay: cb(v) runs when the recorded completion order, moved on by
+//                           the program's own waits, reaches `key`; unlike ev.await it neither
+//                           moves the order on by itself nor makes a stall when it does not
+//                           come (a signal: it may never come, and nothing waits for it)
 //   ev.hold() / release()   replay: a delivered completion whose callback runs later (a timer
 //                           fired from a real zero-delay timer): nothing else is delivered
 //                           until it is released
@@ -294,6 +298,7 @@ function create(native, host) {
   const doneKind = native.evKind('node.done');
   const timeoutMs = Math.max(1, native.evTimeoutMs());
   const waiters = new Map();
+  const watchers = new Map(); // ev.watch: delivered when met, never waited for
   // Keys of the waits that do not keep the process alive (unref'd timers): with only those
   // left, the delivering immediate and the stall timer are unref'd too, so the program ends
   // where the recorded one did (an unref'd timer that never fired is no completion).
@@ -321,6 +326,7 @@ function create(native, host) {
   const goLive = () => {
     const cbs = [...waiters.values()];
     waiters.clear();
+    watchers.clear();
     weak.clear();
     head = null;
     for (const cb of cbs) realImmediate(cb, LIVE);
@@ -409,6 +415,19 @@ function create(native, host) {
       }
       // A chain goes on only with firings of its kind; anything else waits for the release.
       if (chain !== null && timerType(head.k) !== chain) return;
+      const watcher = watchers.get(head.k);
+      if (watcher !== undefined && chain === null) {
+        watchers.delete(head.k);
+        const value = head.v;
+        head = null;
+        if (stall !== null) {
+          realClearTimeout(stall);
+          stall = null;
+        }
+        pump();
+        watcher(value);
+        return;
+      }
       const cb = waiters.get(head.k);
       if (cb === undefined) {
         if (chain !== null) return;
@@ -460,6 +479,9 @@ function create(native, host) {
     if (isWeak) weak.add(key);
     if (pending === null) pump();
     else if (refed === Boolean(isWeak)) liveness();
+  };
+  ev.watch = (key, cb) => {
+    if (ev.on) watchers.set(key, cb);
   };
   ev.cancel = (key) => {
     if (!waiters.delete(key)) return;

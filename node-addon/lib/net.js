@@ -227,6 +227,14 @@ const LATIN1 = new Set(['latin1', 'binary', 'ascii']);
 const WIDE = /[^\x00-\xff]/;
 
 // A chunk's latin1 text when Writable hands it over as one (no conversion needed), or null.
+// A response head's Date header, which Node's http server fills from a clock the addon does
+// not see (its internal, cached `new Date()`), without its value: a server's writes are
+// checked without it. What a replayed server writes goes to no client.
+const RESPONSE_DATE = /^(HTTP\/1\.[01] [^\r\n]*\r\n(?:[^\r\n]+\r\n)*?)Date: [^\r\n]*\r\n/i;
+function undated(text) {
+  return text.startsWith('HTTP/1.') ? text.replace(RESPONSE_DATE, '$1Date: -\r\n') : text;
+}
+
 function textOf(chunk, encoding) {
   return typeof chunk === 'string' && LATIN1.has(encoding) && !WIDE.test(chunk) ? chunk : null;
 }
@@ -557,6 +565,7 @@ function install(ev) {
       kind: -1, // writeKind(req), made when first needed
       closed: false,
       fake: replaying,
+      accepted: false, // a connection a server of the program accepted
       held: false,
     };
   }
@@ -649,6 +658,7 @@ function install(ev) {
     }
     if (c.kind < 0) c.kind = writeKind(c.req);
     if (red === null) red = text !== null ? redact.text(text) : redact(b).toString('latin1');
+    if (c.accepted) red = undated(red);
     // Replay with another key than recorded: a write holding a placeholder cannot be
     // checked (its recorded digest covers the recorded tag), the others still are.
     const marked = red.includes('[redacted hmac:');
@@ -767,6 +777,8 @@ function install(ev) {
   // handlers were left over: a divergence every time.
   const ownPorts = new Map();
   const loopback = (h) => h === 'localhost' || h === '::1' || h === '::' || h === '0.0.0.0' || /^127\./.test(h);
+  // Client sockets of this process connecting to its own servers (see above).
+  const ownClients = new Set();
   const realListen = net.Server.prototype.listen;
   // listen(0) takes a port the system picks, which a program prints or hands to its clients
   // (a test server's URL): the port is recorded, and replay asks for the recorded one.
@@ -802,6 +814,13 @@ function install(ev) {
     }
     server.once('listening', () => {
       const a = server.address();
+      if (ev.on && a !== null && typeof a === 'object' && typeof a.port === 'number' && !(server instanceof tls.Server)) {
+        try {
+          listening(server, a.port);
+        } catch (e) {
+          ev.fail('a server', e);
+        }
+      }
       if (a !== null && typeof a === 'object' && typeof a.port === 'number') {
         ownPorts.set(a.port, (ownPorts.get(a.port) || 0) + 1);
         server.once('close', () => {
@@ -818,6 +837,104 @@ function install(ev) {
     if (net.Server.prototype.listen === listen) net.Server.prototype.listen = realListen;
   });
 
+  // ---- connections a server of the program accepts ----
+  //
+  // A TCP server's (net, http; not TLS: its bytes are ciphertext) accepted connections are
+  // recorded like client connections: each accept is a completion of the server's key
+  // (`server PORT#n`, n counting listens on that port) holding the connection's own key
+  // (`accept PORT#m`) and its addresses; what the connection receives, its end and close are
+  // completions of that key; what the program writes (the response) is checked. Replay
+  // accepts nothing for real: at each recorded accept's turn the server gets a socket fed
+  // from the log ('connection', then the request bytes), so a server replays with its
+  // clients gone. Connections from this process's own clients (a test calling its own app)
+  // run live on both sides.
+  const SERVER = Symbol('replay-node.server');
+  const ServerP = net.Server.prototype;
+  const realServerEmitOwn = Object.getOwnPropertyDescriptor(ServerP, 'emit');
+  const realServerEmit = ServerP.emit;
+  const bare = (ip) => (typeof ip === 'string' && ip.startsWith('::ffff:') ? ip.slice(7) : ip);
+  const inProcess = (sock) => {
+    if (ownClients.size === 0 || !loopback(bare(sock.remoteAddress) || '')) return false;
+    const port = sock.remotePort;
+    for (const s of ownClients) if (s.localPort === port) return true;
+    return false;
+  };
+
+  function listening(server, port) {
+    const st = { port, key: ev.opKey(`server ${port}`) };
+    server[SERVER] = st;
+    if (replaying) acceptNext(server, st);
+  }
+
+  // Record: the server accepted `sock`.
+  function accepted(server, sock) {
+    const st = server[SERVER];
+    if (st === undefined || sock[CONN] !== undefined || !sock._handle || inProcess(sock)) return;
+    const c = newConn(sock, 'accept', st.port);
+    c.ep = `accept ${st.port}`;
+    c.key = c.cur = ev.opKey(c.ep);
+    c.req = c.ep;
+    c.accepted = true;
+    const peer = sock._getpeername();
+    const local = sock._getsockname();
+    ev.done(st.key, {
+      t: 'a',
+      k: c.key,
+      r: [peer.address, peer.port, peer.family],
+      l: [local.address, local.port, local.family],
+    });
+    sock[CONN] = c;
+    open.add(c);
+    // The http server reads a connection's bytes straight from its handle in C++
+    // (`parser.consume`) when the handle is not taken yet: they would never pass `push`,
+    // where they are recorded. Taken, the server reads them from 'data' events.
+    if (sock._handle.isStreamBase) sock._handle._consumed = true;
+  }
+
+  // Replay: the server's next recorded accept, at its turn.
+  function acceptNext(server, st) {
+    ev.await(
+      st.key,
+      (v) => {
+        if (v === ev.LIVE || !v || v.t !== 'a') return;
+        acceptNext(server, st);
+        const sock = new net.Socket();
+        const c = newConn(sock, 'accept', st.port);
+        c.ep = c.req = `accept ${st.port}`;
+        c.key = c.cur = v.k;
+        c.accepted = true;
+        sock[CONN] = c;
+        const peer = { address: v.r[0], port: v.r[1], family: v.r[2] };
+        const local = { address: v.l[0], port: v.l[1], family: v.l[2] };
+        sock._getpeername = () => peer;
+        sock._getsockname = () => local;
+        // What net's onconnection does for an accepted socket.
+        sock.server = server;
+        sock._server = server;
+        server._connections++;
+        follow(c, c.key);
+        realServerEmit.call(server, 'connection', sock);
+      },
+      // The server's real listening handle keeps the process alive, as it did.
+      true,
+    );
+  }
+
+  ServerP.emit = like(function emit(name, sock) {
+    if (name === 'connection' && !replaying && ev.on && !ev.busy && sock instanceof net.Socket) {
+      try {
+        accepted(this, sock);
+      } catch (e) {
+        ev.fail('recording an accepted connection', e);
+      }
+    }
+    return realServerEmit.apply(this, arguments);
+  }, realServerEmit);
+  ev.onDisable(() => {
+    if (realServerEmitOwn) Object.defineProperty(ServerP, 'emit', realServerEmitOwn);
+    else delete ServerP.emit;
+  });
+
   const connect = like(function connect(...args) {
     if (!ev.on || ev.busy || isTls(this)) return real.connect.apply(this, args);
     let norm;
@@ -832,6 +949,9 @@ function install(ev) {
       return real.connect.apply(this, args);
     }
     if (ownPorts.has(Number(options.port)) && loopback(options.host || 'localhost')) {
+      // Its server side is accepted in this process too: that one runs live (inProcess).
+      ownClients.add(this);
+      this.once('close', () => ownClients.delete(this));
       return real.connect.apply(this, args);
     }
     if (replaying) return replayConnect(this, options, norm[1]);

@@ -10,7 +10,9 @@
 //! signal): that handler is kept and run afterwards, as the default would be. Ignored
 //! signals (SIGHUP under nohup) stay ignored. A program that listens for one (`process.on('SIGTERM')`)
 //! replaces this handler with Node's own: its handler runs, and if it exits, the log is
-//! completed at 'exit' as always.
+//! completed at 'exit' as always. The signal itself is recorded as the JS thread's last
+//! completion (`signal SIGTERM (default action)`), where replay raises it again
+//! (lib/signals.js).
 
 use replay_core::Recorder;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -70,6 +72,15 @@ pub(crate) fn install(rec: Recorder) {
     }
 }
 
+fn signal_name(sig: libc::c_int) -> Option<&'static str> {
+    match sig {
+        libc::SIGTERM => Some("SIGTERM"),
+        libc::SIGINT => Some("SIGINT"),
+        libc::SIGHUP => Some("SIGHUP"),
+        _ => None,
+    }
+}
+
 fn wait(rd: libc::c_int, rec: Recorder) {
     let mut b = 0u8;
     loop {
@@ -88,6 +99,17 @@ fn wait(rd: libc::c_int, rec: Recorder) {
         let mut g = crate::drain::lock();
         if let Some(st) = g.as_mut() {
             let _ = st.consume_published();
+            // The signal is the last completion of the JS thread (lib/signals.js): replay
+            // raises it again at that turn.
+            if let (Some(app), Some(name)) = (st.appender.as_ref(), signal_name(sig)) {
+                let json = format!(
+                    "{{\"v\":{{\"k\":\"signal {name} (default action)\",\"v\":{{\"t\":\"s\"}}}}}}"
+                );
+                let kind = rec.intern("node.done");
+                let seq = app.seq_counter().fetch_add(1, Ordering::Relaxed);
+                let record = crate::events::value_record(json, std::iter::empty());
+                app.record_owned_at(seq, kind, 0, None, record);
+            }
         }
     }
     rec.set_exit_status(128 + sig);
