@@ -47,7 +47,8 @@
 // TLS through a proxy tunnel (tls.connect({ socket }) over a connection recorded here, as
 // https-proxy-agent does): recorded above the encryption too, see tunnel() below.
 //
-// Not hooked: unix-socket paths and sockets a server accepts (these run live in replay).
+// Sockets a TCP server of the program accepts are recorded the same way (see "connections a
+// server of the program accepts" below). Not hooked: unix-socket paths, TLS servers.
 // TLSSockets the program builds itself (new tls.TLSSocket(socket)) run live in record, their
 // TCP socket recorded as ciphertext; in replay TLS over a replayed socket is a divergence (see
 // _wrapHandle below), over a socket that is not replayed (a unix path) it runs live.
