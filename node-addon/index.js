@@ -914,7 +914,7 @@ function install() {
   // SIGINT, SIGTERM and SIGHUP as completions (lib/signals.js): `end` closes the session as
   // the exit listener below would, before the process dies of the signal.
   try {
-    require('./lib/signals.js').install(ev, (status) => {
+    require('./lib/signals.js').install(ev, native, (status) => {
       if (finished) return 0;
       finished = true;
       const s = finish(status);

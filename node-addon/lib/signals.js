@@ -24,10 +24,12 @@ const DEFAULT_ACTION = (sig) => `signal ${sig} (default action)`;
 // `end(status)`: closes the session as at exit with that status and restores every hook;
 // returns the status the process must exit with instead (a divergence found while closing),
 // or 0.
-function install(ev, end) {
+function install(ev, native, end) {
   const replaying = ev.mode === 'replay';
   const realEmit = process.emit;
   const counts = new Map(SIGNALS.map((s) => [s, 0]));
+  // Replay: real signals of each kind let through so far (see below).
+  const real = new Map(SIGNALS.map((s) => [s, 0]));
   let delivering = false;
 
   // What Node's signal handle makes: emit(sig, sig, signum). A program emitting the name
@@ -36,6 +38,15 @@ function install(ev, end) {
     args.length === 3 && args[0] === args[1] && typeof args[2] === 'number' && counts.has(args[0]);
 
   const emit = function emit(...args) {
+    if (!delivering && ev.on && replaying && fromHandle(args)) {
+      // A real signal in replay: the first of each kind is a replay's own doing (a replayed
+      // parent forwarding the one it got, as npx does, while this process gets its own
+      // recorded one at its turn): not the program's. A second one (Ctrl-C again on a
+      // replay that waits) reaches the program.
+      const n = real.get(args[0]) + 1;
+      real.set(args[0], n);
+      if (n === 1) return false;
+    }
     if (!delivering && ev.on && !replaying && fromHandle(args)) {
       const sig = args[0];
       const n = counts.get(sig) + 1;
@@ -49,6 +60,22 @@ function install(ev, end) {
     return realEmit.apply(this, args);
   };
   process.emit = emit;
+
+  // Record: when the program removes its last listener of a signal, libuv leaves the default
+  // action: the native handler that completes the log comes back (src/signals.rs). (The
+  // listener is there in replay too, where it does nothing: the program sees the same
+  // listeners in both.)
+  {
+    process.on('removeListener', (name) => {
+      if (!replaying && counts.has(name) && process.listenerCount(name) === 0 && ev.on) {
+        try {
+          native.signalDefault(os.constants.signals[name]);
+        } catch (e) {
+          ev.fail('restoring a signal handler', e);
+        }
+      }
+    });
+  }
 
   if (replaying) {
     for (const sig of SIGNALS) {

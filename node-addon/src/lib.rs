@@ -353,6 +353,13 @@ fn open(node_version: &str, program: &str, argv: &[String]) -> Option<Active> {
     })
 }
 
+/// Record: the program removed its last listener of signal `sig` (lib/signals.js): our
+/// handler that completes the log comes back in place of the default action.
+#[napi]
+pub fn signal_default(sig: i32) {
+    signals::reinstall(sig);
+}
+
 /// Replay: the pid of the recorded process (0 when not replaying). Node prints it in its
 /// warnings (`(node:PID) Warning: ...`): lib/output.js compares such a line with the
 /// recorded pid in it, as the recorded run printed it.

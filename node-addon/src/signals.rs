@@ -72,6 +72,30 @@ pub(crate) fn install(rec: Recorder) {
     }
 }
 
+/// Record: puts our handler back for `sig` after the program removed its last listener of it
+/// (libuv then set the default action): a program that re-raises the signal on itself to die
+/// of it (npm and npx do, after their child died of it) still completes its log. No-op
+/// before [`install`] and for a signal whose action is no longer the default.
+pub(crate) fn reinstall(sig: libc::c_int) {
+    if PIPE.load(Ordering::Relaxed) < 0 || !SIGNALS.contains(&sig) {
+        return;
+    }
+    // SAFETY: sigaction with zeroed structs we own; the handler only writes to a pipe.
+    unsafe {
+        let mut now: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, std::ptr::null(), &mut now) != 0
+            || now.sa_sigaction != libc::SIG_DFL
+        {
+            return;
+        }
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+        act.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(sig, &act, std::ptr::null_mut());
+    }
+}
+
 fn signal_name(sig: libc::c_int) -> Option<&'static str> {
     match sig {
         libc::SIGTERM => Some("SIGTERM"),
