@@ -226,6 +226,22 @@ impl Running {
         }
     }
 
+    /// Waits (at most `timeout`) for the process to end by itself; returns its exit status,
+    /// every stdout line it printed after those taken with [`Self::line`], and its stderr.
+    pub fn finish(&mut self, timeout: Duration) -> (Option<ExitStatus>, Vec<String>, String) {
+        let status = wait_bounded(&mut self.child, timeout);
+        let mut rest = Vec::new();
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            rest.push(l);
+        }
+        let err = self
+            .stderr
+            .take()
+            .map(|h| h.join().unwrap_or_default())
+            .unwrap_or_default();
+        (status, rest, String::from_utf8_lossy(&err).into_owned())
+    }
+
     /// Sends SIGKILL and reaps the process.
     pub fn kill(&mut self) -> ExitStatus {
         self.child.kill().expect("kill");

@@ -384,6 +384,13 @@ impl Replayer {
         Ok(r)
     }
 
+    /// Strict order: the first sequence number not consumed yet; `None` in relaxed order.
+    pub fn cursor(&self) -> Option<u64> {
+        self.inner
+            .strict
+            .then(|| self.inner.cursor.load(Ordering::Acquire))
+    }
+
     pub fn path(&self) -> &Path {
         &self.inner.path
     }

@@ -108,9 +108,12 @@ pub const SEED_KINDS: [&str; 5] = [
 /// through [`Core::side_appender`] and read back whole in replay by [`Core::side_events`]
 /// (a child process's output as the program read it, its exit status: replay needs them when
 /// the child starts, before the program reads them).
-pub const SIDE_KINDS: [&str; 2] = [
+pub const SIDE_KINDS: [&str; 3] = [
     "side.java.lang.Process.output",
     "side.java.lang.Process.exit",
+    // A signal the JVM got (its handler thread started): replay raises it again once every
+    // event before it was replayed.
+    "side.java.lang.Signal",
 ];
 
 /// What a front end tells [`Core::start`] about itself and the program.
@@ -252,6 +255,9 @@ pub struct Core {
     divergences: AtomicU64,
     /// The exit status of a [`Verdict::Stop`] once one was given (0: none).
     stop: AtomicI32,
+    /// Replay: the recording ended with a signal the front end is still to raise, or has
+    /// raised ([`Core::expect_end_signal`]).
+    end_signal: std::sync::atomic::AtomicBool,
     /// Held while a report is written: a thread that finds `stop` set waits on it, so the
     /// process does not end in the middle of the report.
     report: Mutex<()>,
@@ -412,6 +418,7 @@ impl Core {
             log: path,
             divergences: AtomicU64::new(0),
             stop: AtomicI32::new(0),
+            end_signal: std::sync::atomic::AtomicBool::new(false),
             report: Mutex::new(()),
             per_kind: fe.per_kind,
             out_kinds,
@@ -661,6 +668,15 @@ impl Core {
         }
     }
 
+    /// Replay in strict order: the sequence number of the first event not replayed yet
+    /// (every event before it was). `None` when recording or not in strict order.
+    pub fn replay_cursor(&self) -> Option<u64> {
+        match &self.session {
+            Session::Replay(r) => r.cursor(),
+            Session::Record(_) => None,
+        }
+    }
+
     /// Replay: every event of side kind `kind` ([`SIDE_KINDS`]) in the whole log, in
     /// sequence order, read by a pass of its own over the log (the replay's reader is only
     /// as far as the program got). A cut log gives what it holds. Empty when recording.
@@ -687,6 +703,15 @@ impl Core {
         Ok(out)
     }
 
+    /// Replay: the recording ends with a signal that the front end raises again at its place
+    /// (the JVM's `side.java.lang.Signal`). A thread that asks for more than it recorded
+    /// then waits (at most the session timeout) instead of being reported: its call was in
+    /// progress when the signal ended the recorded process, and the raised signal ends this
+    /// one the same way.
+    pub fn expect_end_signal(&self) {
+        self.end_signal.store(true, Ordering::Release);
+    }
+
     /// Reports a divergence and applies the policy: the one place where that happens, for
     /// the core's own checks and the front ends' (a payload that does not fit the call, a
     /// shortfall a front end counts itself). `abort`: [`Verdict::Stop`] with
@@ -694,6 +719,14 @@ impl Core {
     /// live; `warn-continue`: the recorded event when there is one (a stall or a cut log go
     /// live).
     pub fn diverged(&self, mut d: Box<Divergence>) -> Verdict {
+        if matches!(d.kind, DivergenceKind::Exhausted { .. })
+            && self.end_signal.load(Ordering::Acquire)
+        {
+            let until = std::time::Instant::now() + self.options.timeout;
+            while std::time::Instant::now() < until && self.stopped().is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
         if let Some(code) = self.stopped() {
             // Found while another thread's report stopped replay: that report says it all.
             return Verdict::Stop(code);

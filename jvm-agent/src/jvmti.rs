@@ -25,6 +25,7 @@ pub const ENABLE: c_int = 1;
 // Event numbers (jvmtiEvent); the callbacks struct holds one pointer per event from 50.
 pub const EV_VM_INIT: c_int = 50;
 pub const EV_VM_DEATH: c_int = 51;
+pub const EV_THREAD_START: c_int = 52;
 pub const EV_THREAD_END: c_int = 53;
 pub const EV_CLASS_FILE_LOAD_HOOK: c_int = 54;
 pub const EV_VM_START: c_int = 57;
@@ -75,6 +76,7 @@ impl Capabilities {
 pub type VmInitFn = unsafe extern "C" fn(RawEnv, *mut JNIEnv, jthread);
 pub type VmDeathFn = unsafe extern "C" fn(RawEnv, *mut JNIEnv);
 pub type ThreadEndFn = unsafe extern "C" fn(RawEnv, *mut JNIEnv, jthread);
+pub type ThreadStartFn = unsafe extern "C" fn(RawEnv, *mut JNIEnv, jthread);
 pub type VmStartFn = unsafe extern "C" fn(RawEnv, *mut JNIEnv);
 pub type NativeMethodBindFn =
     unsafe extern "C" fn(RawEnv, *mut JNIEnv, jthread, jmethodID, *mut c_void, *mut *mut c_void);
@@ -110,6 +112,9 @@ impl Callbacks {
     }
     pub fn vm_death(&mut self, f: VmDeathFn) {
         self.set(EV_VM_DEATH, f as *const c_void);
+    }
+    pub fn thread_start(&mut self, f: ThreadStartFn) {
+        self.set(EV_THREAD_START, f as *const c_void);
     }
     pub fn thread_end(&mut self, f: ThreadEndFn) {
         self.set(EV_THREAD_END, f as *const c_void);

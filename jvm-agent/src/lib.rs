@@ -39,6 +39,7 @@ mod nio;
 mod output;
 mod pools;
 mod seeds;
+mod signals;
 
 use jni::objects::{GlobalRef, JClass, JLongArray, JObject, JString};
 use jni::sys::{jclass, jint, jlong, jlongArray, jobject, JNIEnv as RawJniEnv, JavaVM};
@@ -396,6 +397,7 @@ unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
         cb.vm_init(on_vm_init);
         cb.vm_death(on_vm_death);
         cb.thread_end(on_thread_end);
+        cb.thread_start(signals::on_thread_start);
         cb.class_file_load_hook(on_class_file_load);
         cb.native_method_bind(fileio::on_native_bind);
         jvmti.set_event_callbacks(&cb)?;
@@ -407,6 +409,10 @@ unsafe fn on_load(vm: *mut JavaVM, text: &str) -> Result<(), String> {
             jvmti::EV_NATIVE_METHOD_BIND,
         ] {
             jvmti.enable_event(ev)?;
+        }
+        // Record: a signal handler thread starting is a signal the JVM got (src/signals.rs).
+        if !replay {
+            jvmti.enable_event(jvmti::EV_THREAD_START)?;
         }
         Ok(())
     };
@@ -521,6 +527,8 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
                 );
             }
         }
+        // Replay: the recorded signals are raised again at their place (src/signals.rs).
+        signals::start_replay();
     })
 }
 

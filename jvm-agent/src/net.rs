@@ -30,10 +30,15 @@
 //! real (bounded), which keeps the hand-over between the waking thread and the selector as
 //! it was.
 //!
-//! A server in the program (`ServerSocket`, `ServerSocketChannel`): `accept` and the
-//! accepted connections run live in both modes, and replay counts them as unchecked; a
-//! connect to a port the program itself listens on runs live too (its peer is that live
-//! server).
+//! A server in the program (`ServerSocket`, `ServerSocketChannel`, `HttpServer`): its
+//! `listen` is an event and the listening socket an event socket, so the readiness its
+//! selector or `accept`'s park sees is recorded; each `accept` is an event holding the new
+//! socket's number and the peer's address, and the accepted connection is an event socket
+//! like a client's. Replay accepts nothing: the listening socket stays out of the real epoll
+//! set, and each recorded accept hands the server a fresh unconnected socket whose calls are
+//! served from the log, so a server replays with its clients gone. A connect to a port the
+//! program itself listens on runs live (its peer is that live server), and so does the
+//! server's accept of it (its peer port is one of the program's own client sockets).
 
 use crate::fileio::{begin, pending_exception, run, throw_recorded, Call, Outcome};
 use crate::{agent, apply, clear_exception, fsmeta, guarded, java_stack};
@@ -246,6 +251,12 @@ struct Table {
     epolls: HashMap<jint, Vec<jint>>,
     /// Ports the program listens on.
     listening: Vec<u16>,
+    /// Local ports of the program's own client connections to those: the server side of
+    /// such a connection runs live too.
+    own_ports: Vec<u16>,
+    /// Descriptors of listening event sockets: their local port stays live (a server that
+    /// asked for any port has another one in replay, and its own clients connect to that).
+    servers: Vec<jint>,
 }
 
 static TABLE: Mutex<Option<Table>> = Mutex::new(None);
@@ -278,6 +289,7 @@ fn forget(fd: jint) {
         }
         // A closed epoll descriptor's number may come back for another one.
         t.epolls.remove(&fd);
+        t.servers.retain(|&s| s != fd);
     });
 }
 
@@ -448,7 +460,16 @@ unsafe extern "system" fn connect0(
         let n = fd_number(raw, fd)?;
         if is_own_server(port) {
             crate::fileio::a_live(LIVE_OWN);
-            return None;
+            let r = call();
+            // Its local port tells the server side's accept that the peer is this process.
+            if let Some(p) = bound_port(n) {
+                with_table(|t| {
+                    if !t.own_ports.contains(&p) {
+                        t.own_ports.push(p);
+                    }
+                });
+            }
+            return Some(r);
         }
         let mut c = begin(raw)?;
         let addr = address_bytes(&mut c.env, remote)?;
@@ -514,6 +535,13 @@ unsafe extern "system" fn poll(
 
 unsafe extern "system" fn local_port(raw: *mut RawJniEnv, cls: jclass, fd: jobject) -> jint {
     let live = || unsafe { orig::<FdIntFn>(LOCAL_PORT)(raw, cls, fd) } as i64;
+    let server = guarded("Net.localPort", false, || {
+        OPEN.load(Ordering::Acquire) != 0
+            && fd_number(raw, fd).is_some_and(|n| with_table(|t| t.servers.contains(&n)))
+    });
+    if server {
+        return live() as jint;
+    }
     scalar(raw, fd, LOCAL_PORT, 0, live) as jint
 }
 
@@ -730,17 +758,71 @@ unsafe extern "system" fn close0(raw: *mut RawJniEnv, cls: jclass, fd: jobject) 
     unsafe { orig::<CloseFn>(CLOSE)(raw, cls, fd) }
 }
 
+/// A server socket starts listening. The call is an event (payload: the socket's number): the listening socket becomes an event socket, so
+/// the readiness its selector or `accept`'s park sees and what `accept` returns are events.
+/// In replay it stays out of the real epoll set and accepts nothing for real.
 unsafe extern "system" fn listen(raw: *mut RawJniEnv, cls: jclass, fd: jobject, backlog: jint) {
     unsafe { orig::<ListenFn>(LISTEN)(raw, cls, fd, backlog) };
     guarded("Net.listen", (), || {
         let Some(n) = fd_number(raw, fd) else { return };
-        if let Some(port) = bound_port(n) {
-            with_table(|t| t.listening.push(port));
+        let Some(port) = bound_port(n) else { return };
+        with_table(|t| t.listening.push(port));
+        if crate::fileio::FILE_EVENT.get().is_none() {
+            return;
+        }
+        let Some(mut c) = begin(raw) else { return };
+        if pending_exception(&mut c.env).is_some() {
+            return; // the listen failed: the program sees the exception, nothing to replay
+        }
+        // Not the port: a server that asked for any port (0) gets another one in replay.
+        let d = digest(0, 0, b"listen");
+        match &c.a.core.session {
+            Session::Record(_) => {
+                let id = NEXT_SOCK.fetch_add(1, Ordering::Relaxed);
+                remember(
+                    n,
+                    Sock {
+                        id,
+                        replayed: false,
+                    },
+                );
+                with_table(|t| t.servers.push(n));
+                record(&c, LISTEN, d, 0, None, Some(&id.to_le_bytes()));
+            }
+            Session::Replay(_) => {
+                let Some(o) = replay(&mut c, LISTEN, d) else {
+                    return;
+                };
+                let id = o
+                    .data
+                    .as_deref()
+                    .and_then(|b| b.try_into().ok())
+                    .map(i64::from_le_bytes)
+                    .unwrap_or_else(|| NEXT_SOCK.fetch_add(1, Ordering::Relaxed));
+                remember(n, Sock { id, replayed: true });
+                with_table(|t| t.servers.push(n));
+            }
         }
     });
 }
 
-/// A server's accepted connection runs live in both modes: replay cannot check it.
+/// What an accept's payload holds after its first byte ([`ACCEPTED`] or [`ACCEPTED_OWN`]):
+/// the new socket's number (8 bytes), the peer's port (2) and address (4 or 16 bytes).
+const ACCEPTED: u8 = 1;
+/// A connection from a client of this process (its peer port is one of [`Table::own_ports`]):
+/// live in both modes, as the client's side is.
+const ACCEPTED_OWN: u8 = 2;
+
+extern "C" {
+    fn socket(domain: i32, kind: i32, protocol: i32) -> i32;
+}
+
+/// A connection a server socket of the program accepts. On an event socket (a listening
+/// socket whose listen was an event) the call is an event: its payload is the result and,
+/// for a connection, the new socket's number and the peer's address, or the exception.
+/// Record: the accepted socket becomes an event socket (its reads and writes are events, as
+/// a client's). Replay: nothing is accepted; a fresh unconnected socket stands for the
+/// connection (its calls are served from the log) and the peer's address comes back.
 unsafe extern "system" fn accept(
     raw: *mut RawJniEnv,
     cls: jclass,
@@ -748,15 +830,201 @@ unsafe extern "system" fn accept(
     newfd: jobject,
     isaa: jobject,
 ) -> jint {
-    let n = unsafe { orig::<AcceptFn>(ACCEPT)(raw, cls, fd, newfd, isaa) };
-    if n > 0 {
-        guarded("Net.accept", (), || {
-            if let Some(a) = agent() {
-                a.core.ran_unchecked(LIVE_SERVER);
+    let live = || unsafe { orig::<AcceptFn>(ACCEPT)(raw, cls, fd, newfd, isaa) };
+    let counted = |n: jint| {
+        if n > 0 {
+            guarded("Net.accept", (), || {
+                if let Some(a) = agent() {
+                    a.core.ran_unchecked(LIVE_SERVER);
+                }
+            });
+        }
+        n
+    };
+    run(KINDS[ACCEPT], live, |call| {
+        let Some((_, s)) = sock_of(raw, fd) else {
+            return Some(counted(call()));
+        };
+        let mut c = begin(raw)?;
+        let d = digest(s.id, 0, b"accept");
+        match &c.a.core.session {
+            Session::Record(_) => {
+                let r = call();
+                if let Some(ex) = pending_exception(&mut c.env) {
+                    record(&c, ACCEPT, d, -1, Some(&ex), None);
+                    return Some(r);
+                }
+                if r <= 0 {
+                    record(&c, ACCEPT, d, r as i64, None, None);
+                    return Some(r);
+                }
+                let peer = peer_of(&mut c.env, isaa);
+                let own = peer
+                    .as_ref()
+                    .is_some_and(|(port, addr)| loopback(addr) && is_own_client(*port));
+                let mut data = vec![if own { ACCEPTED_OWN } else { ACCEPTED }];
+                let id = NEXT_SOCK.fetch_add(1, Ordering::Relaxed);
+                data.extend_from_slice(&id.to_le_bytes());
+                if let Some((port, addr)) = &peer {
+                    data.extend_from_slice(&port.to_be_bytes());
+                    data.extend_from_slice(addr);
+                }
+                if !own {
+                    if let Some(n) = fd_number(raw, newfd) {
+                        remember(
+                            n,
+                            Sock {
+                                id,
+                                replayed: false,
+                            },
+                        );
+                    }
+                }
+                record(&c, ACCEPT, d, r as i64, None, Some(&data));
+                Some(r)
             }
-        });
+            Session::Replay(_) => {
+                if !s.replayed {
+                    return None;
+                }
+                let o = replay(&mut c, ACCEPT, d)?;
+                if o.thrown {
+                    throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
+                    return Some(-1);
+                }
+                let data = o.data.unwrap_or_default();
+                if o.ret <= 0 || data.len() < 11 {
+                    return Some(o.ret as jint);
+                }
+                if data[0] == ACCEPTED_OWN {
+                    // What passes on it is not recorded: said at the end of the replay.
+                    c.a.core.ran_unchecked(LIVE_SERVER);
+                    // The client is this process's own, connecting for real: take its
+                    // connection for real (it may not have reached the backlog yet).
+                    for _ in 0..5000 {
+                        let r = call();
+                        if r > 0 || pending_exception(&mut c.env).is_some() {
+                            return Some(r);
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                    return Some(call());
+                }
+                let id = i64::from_le_bytes(data[1..9].try_into().ok()?);
+                let port = u16::from_be_bytes([data[9], data[10]]);
+                let addr = &data[11..];
+                let domain = if addr.len() == 16 { 10 } else { 2 }; // AF_INET6, AF_INET
+                                                                    // SAFETY: a plain socket(2) call; the descriptor becomes the connection's.
+                let n = unsafe {
+                    socket(domain, 1 /* SOCK_STREAM */, 0)
+                };
+                if n < 0 {
+                    crate::internal_error(
+                        Some(&mut c.env),
+                        "cannot make a socket for a replayed connection",
+                    );
+                    return None;
+                }
+                if !set_fd(&mut c.env, newfd, n) || !set_peer(&mut c.env, isaa, addr, port) {
+                    crate::internal_error(
+                        Some(&mut c.env),
+                        "cannot hand a replayed connection to the server",
+                    );
+                    return None;
+                }
+                remember(n, Sock { id, replayed: true });
+                Some(o.ret as jint)
+            }
+        }
+    })
+}
+
+fn loopback(addr: &[u8]) -> bool {
+    match addr.len() {
+        4 => addr[0] == 127,
+        16 => {
+            addr[..15].iter().all(|&b| b == 0) && addr[15] == 1
+                || (addr[..10].iter().all(|&b| b == 0)
+                    && addr[10] == 0xff
+                    && addr[11] == 0xff
+                    && addr[12] == 127)
+        }
+        _ => false,
     }
-    n
+}
+
+fn is_own_client(port: u16) -> bool {
+    with_table(|t| t.own_ports.contains(&port))
+}
+
+/// The peer `accept` put in `isaa[0]`: (port, address bytes).
+fn peer_of(env: &mut JNIEnv, isaa: jobject) -> Option<(u16, Vec<u8>)> {
+    if isaa.is_null() {
+        return None;
+    }
+    let arr = unsafe { JObjectArray::from_raw(isaa) };
+    let isa = env.get_object_array_element(&arr, 0).ok()?;
+    let r = (|| {
+        let port = env
+            .call_method(&isa, "getPort", "()I", &[])
+            .ok()?
+            .i()
+            .ok()?;
+        let ia = env
+            .call_method(&isa, "getAddress", "()Ljava/net/InetAddress;", &[])
+            .ok()?
+            .l()
+            .ok()?;
+        let bytes = address_bytes(env, ia.as_raw())?;
+        Some((u16::try_from(port).ok()?, bytes))
+    })();
+    clear_exception(env);
+    r
+}
+
+fn set_fd(env: &mut JNIEnv, fd: jobject, n: jint) -> bool {
+    if fd.is_null() {
+        return false;
+    }
+    static FD_FD: OnceLock<JFieldID> = OnceLock::new();
+    let Some(id) = fsmeta::field_id(env, &FD_FD, "java/io/FileDescriptor", "fd", "I") else {
+        return false;
+    };
+    let obj = unsafe { JObject::from_raw(fd) };
+    let ok = env.set_field_unchecked(&obj, id, JValue::Int(n)).is_ok();
+    let failed = clear_exception(env);
+    ok && !failed
+}
+
+/// `isaa[0] = new InetSocketAddress(InetAddress.getByAddress(addr), port)`.
+fn set_peer(env: &mut JNIEnv, isaa: jobject, addr: &[u8], port: u16) -> bool {
+    if isaa.is_null() {
+        return false;
+    }
+    let r = (|| {
+        let bytes = env.byte_array_from_slice(addr).ok()?;
+        let ia = env
+            .call_static_method(
+                "java/net/InetAddress",
+                "getByAddress",
+                "([B)Ljava/net/InetAddress;",
+                &[JValue::Object(&bytes)],
+            )
+            .ok()?
+            .l()
+            .ok()?;
+        let isa = env
+            .new_object(
+                "java/net/InetSocketAddress",
+                "(Ljava/net/InetAddress;I)V",
+                &[JValue::Object(&ia), JValue::Int(port as jint)],
+            )
+            .ok()?;
+        let arr = unsafe { JObjectArray::from_raw(isaa) };
+        env.set_object_array_element(&arr, 0, isa).ok()
+    })();
+    let failed = clear_exception(env);
+    r.is_some() && !failed
 }
 
 extern "C" {

@@ -265,9 +265,10 @@ fn sigterm_and_sigint_write_every_event_and_keep_the_exit_status() {
                     "{what}: {info}"
                 );
                 if i == 0 {
-                    // Replay prints what the recording printed up to its last event, then
-                    // diverges: the signal does not come. The recorded program ran on while
-                    // its log was closed (a line or two, not in the log: after the signal).
+                    // Replay prints what the recording printed up to its last event, where
+                    // the recorded signal is raised again (src/signals.rs): the process ends
+                    // by it, with the recorded status. The recorded program ran on while its
+                    // log was closed (a line or two, not in the log: after the signal).
                     let r = replay(jdk, dir.path(), &log);
                     let out = r.stdout_text();
                     let replayed: Vec<&str> = out.lines().collect();
@@ -286,7 +287,7 @@ fn sigterm_and_sigint_write_every_event_and_keep_the_exit_status() {
                         "{what}: the last {after} ms the recording printed are not in its log:\n{out}\n{}",
                         r.stderr
                     );
-                    assert_eq!(r.code(), 86, "{what}: {}", r.stderr);
+                    assert_eq!(r.code(), status, "{what}: {}", r.stderr);
                 }
             }
         }

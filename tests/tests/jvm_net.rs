@@ -330,3 +330,134 @@ fn http_client_replay_is_faithful_or_a_divergence_never_silently_wrong() {
         assert!(!o.stderr.contains("Connection refused"), "{}", o.stderr);
     }
 }
+
+/// A free loopback port (a race with other programs taking it is possible, not likely).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `request` sent to 127.0.0.1:`port`, the answer read to its end.
+fn call(port: u16, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+/// Records `Serve PORT [plain]` in a fresh directory with data.txt "one", calls it with
+/// `requests` as a client, then (`signal`) stops it with SIGTERM; returns the directory,
+/// the log, what it printed and its exit status.
+fn record_server(
+    jdk: &Jdk,
+    plain: bool,
+    requests: &[&str],
+    signal: bool,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    String,
+    Option<i32>,
+    u16,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("data.txt"), "one\n").unwrap();
+    let log = dir.path().join("serve.replay");
+    let port = free_port();
+    let mut cmd = replay_tests::jvm::java_command(
+        jdk,
+        dir.path(),
+        &[],
+        Some(&format!("record,log={}", log.display())),
+    );
+    cmd.arg("Serve").arg(port.to_string());
+    if plain {
+        cmd.arg("plain");
+    }
+    let mut r = replay_tests::Running::spawn(&mut cmd);
+    let mut out = vec![r.line(std::time::Duration::from_secs(30))];
+    assert_eq!(out[0], "listening");
+    for q in requests {
+        let answer = call(port, q);
+        assert!(
+            answer.contains("one") || answer.starts_with("echo"),
+            "{answer}"
+        );
+    }
+    if signal {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let pid = r.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+    }
+    let (status, rest, err) = r.finish(std::time::Duration::from_secs(30));
+    assert!(!err.contains("replay:"), "{}: {err}", name(jdk));
+    out.extend(rest);
+    let text = out.iter().map(|l| format!("{l}\n")).collect::<String>();
+    (dir, log, text, status.and_then(|s| s.code()), port)
+}
+
+/// A server in the program (com.sun.net.httpserver, a blocking ServerSocket) recorded while
+/// clients called it replays with the clients gone and data.txt edited: the same requests
+/// served in the same order, the same output; the HTTP server, stopped by SIGTERM when
+/// recorded, ends at that signal in replay too (its shutdown hook runs, exit 143).
+#[test]
+fn servers_replay_their_recorded_clients_and_their_stopping_signal() {
+    for jdk in jdks() {
+        let n = name(jdk);
+        let get = |p: &str| format!("GET {p} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let (dir, log, recorded, code, port) =
+            record_server(jdk, false, &[&get("/a"), &get("/b?x=1")], true);
+        assert_eq!(code, Some(143), "{n}: {recorded}");
+        assert!(
+            recorded.contains("GET /a t=") && recorded.ends_with("bye after 2\n"),
+            "{n}: {recorded}"
+        );
+        std::fs::write(dir.path().join("data.txt"), "two\n").unwrap();
+        for _ in 0..2 {
+            let o = replay_tests::jvm::java(
+                jdk,
+                dir.path(),
+                &[],
+                Some(&format!("replay,log={}", log.display())),
+                "Serve",
+                &[&port.to_string()],
+            );
+            assert_eq!(o.code(), 143, "{n}: {}", o.stderr);
+            assert_eq!(
+                replay_tests::jvm::text(&o.stdout),
+                recorded,
+                "{n}: {}",
+                o.stderr
+            );
+            assert!(!o.stderr.contains("replay:"), "{n}: {}", o.stderr);
+        }
+
+        let (dir, log, recorded, code, port) =
+            record_server(jdk, true, &["first\n", "second\n"], false);
+        assert_eq!(code, Some(0), "{n}: {recorded}");
+        assert!(
+            recorded.contains("got second file=one from 127.0.0.1"),
+            "{n}: {recorded}"
+        );
+        std::fs::write(dir.path().join("data.txt"), "two\n").unwrap();
+        let o = replay_tests::jvm::java(
+            jdk,
+            dir.path(),
+            &[],
+            Some(&format!("replay,log={}", log.display())),
+            "Serve",
+            &[&port.to_string(), "plain"],
+        );
+        assert_eq!(o.code(), 0, "{n}: {}", o.stderr);
+        assert_eq!(replay_tests::jvm::text(&o.stdout), recorded, "{n}");
+    }
+}
