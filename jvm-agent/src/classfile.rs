@@ -200,7 +200,7 @@ const LIVE_CLOCKS: [&str; 10] = [
     "java/lang/ClassLoader",
     "java/net/URLClassLoader",
     "jdk/internal/loader/",
-    "jdk/internal/module/",
+    "jdk/internal/module/ModulePath",
     "java/util/zip/ZipFile",
 ];
 

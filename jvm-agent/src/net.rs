@@ -70,7 +70,7 @@ const CLOSERS: &[&str] = &[
 const EPOLL: &[&str] = &["Lsun/nio/ch/EPoll;"];
 const INET: &[&str] = &["Ljava/net/Inet4AddressImpl;", "Ljava/net/Inet6AddressImpl;"];
 
-pub const COUNT: usize = 19;
+pub const COUNT: usize = 20;
 
 /// The wrapped natives: (declaring classes, name, descriptor), in kind order.
 const NATIVES: [(&[&str], &str, &str); COUNT] = [
@@ -110,6 +110,11 @@ const NATIVES: [(&[&str], &str, &str); COUNT] = [
         "accept",
         "(Ljava/io/FileDescriptor;Ljava/io/FileDescriptor;[Ljava/net/InetSocketAddress;)I",
     ),
+    (
+        NET,
+        "bind0",
+        "(Ljava/io/FileDescriptor;ZZLjava/net/InetAddress;I)V",
+    ),
 ];
 
 /// Event kind names, indexed like [`NATIVES`].
@@ -133,6 +138,7 @@ const KINDS: [&str; COUNT] = [
     "sun.nio.ch.EPoll.ctl",
     "sun.nio.ch.Net.listen",
     "sun.nio.ch.Net.accept",
+    "sun.nio.ch.Net.bind",
 ];
 const CONNECT: usize = 0;
 const POLL_CONNECT: usize = 1;
@@ -153,6 +159,7 @@ const CLOSE: usize = 15;
 const EP_CTL: usize = 16;
 const LISTEN: usize = 17;
 const ACCEPT: usize = 18;
+const BIND: usize = 19;
 
 /// What replay counts for a server in the program.
 const LIVE_SERVER: &str = "connections accepted by a server socket (run live)";
@@ -178,6 +185,8 @@ type ShutdownFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jin
 type CloseFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject);
 type CtlFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jint, jint, jint, jint) -> jint;
 type ListenFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jint);
+type BindFn =
+    unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jboolean, jboolean, jobject, jint);
 type AcceptFn =
     unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jobject, jobject) -> jint;
 
@@ -201,7 +210,8 @@ fn wrapper(i: usize) -> *mut c_void {
         CLOSE => close0 as CloseFn as *mut c_void,
         EP_CTL => epoll_ctl as CtlFn as *mut c_void,
         LISTEN => listen as ListenFn as *mut c_void,
-        _ => accept as AcceptFn as *mut c_void,
+        ACCEPT => accept as AcceptFn as *mut c_void,
+        _ => bind0 as BindFn as *mut c_void,
     }
 }
 
@@ -756,6 +766,50 @@ unsafe extern "system" fn close0(raw: *mut RawJniEnv, cls: jclass, fd: jobject) 
         }
     });
     unsafe { orig::<CloseFn>(CLOSE)(raw, cls, fd) }
+}
+
+/// A bind to any port (0): the port the system picked is an event (payload: the port), and
+/// replay asks for that port, so a server that prints its port or hands it to its clients
+/// (a test server's URL) shows the recorded one. A bind to a given port runs live.
+unsafe extern "system" fn bind0(
+    raw: *mut RawJniEnv,
+    cls: jclass,
+    fd: jobject,
+    prefer6: jboolean,
+    excl: jboolean,
+    addr: jobject,
+    port: jint,
+) {
+    let real = |p: jint| unsafe { orig::<BindFn>(BIND)(raw, cls, fd, prefer6, excl, addr, p) };
+    if port != 0 {
+        return real(port);
+    }
+    run(
+        KINDS[BIND],
+        || real(0),
+        |call| {
+            crate::fileio::FILE_EVENT.get()?;
+            let mut c = begin(raw)?;
+            let d = digest(0, 0, b"bind");
+            match &c.a.core.session {
+                Session::Record(_) => {
+                    call();
+                    if pending_exception(&mut c.env).is_some() {
+                        return Some(()); // the program sees the exception; nothing recorded
+                    }
+                    let p = fd_number(raw, fd).and_then(bound_port).unwrap_or(0);
+                    record(&c, BIND, d, p as i64, None, None);
+                    Some(())
+                }
+                Session::Replay(_) => {
+                    let o = replay(&mut c, BIND, d)?;
+                    // The recorded port (any when the recording had none).
+                    real(o.ret.max(0) as jint);
+                    Some(())
+                }
+            }
+        },
+    )
 }
 
 /// A server socket starts listening. The call is an event (payload: the socket's number): the listening socket becomes an event socket, so
