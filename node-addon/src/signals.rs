@@ -123,6 +123,7 @@ fn wait(rd: libc::c_int, rec: Recorder) {
         let mut g = crate::drain::lock();
         if let Some(st) = g.as_mut() {
             let _ = st.consume_published();
+            st.checkpoint();
             // The signal is the last completion of the JS thread (lib/signals.js): replay
             // raises it again at that turn.
             if let (Some(app), Some(name)) = (st.appender.as_ref(), signal_name(sig)) {
@@ -135,6 +136,9 @@ fn wait(rd: libc::c_int, rec: Recorder) {
                 app.record_owned_at(seq, kind, 0, None, record);
             }
         }
+        // Nothing the JS thread does after the signal is recorded (it runs on for the moment
+        // the log takes to close): the signal stays its last event, where replay ends.
+        *g = None;
     }
     rec.set_exit_status(128 + sig);
     if let Err(e) = rec.finish() {
