@@ -1132,6 +1132,29 @@ impl Replayer {
     /// returns the thread's logical id. Reads on in the log while there are none; none at all
     /// is [`DivergenceKind::Exhausted`] (or [`DivergenceKind::Cut`]). Taking them all at once
     /// lets the caller serve the thread's writes without a lock.
+    /// Takes the events of unordered kind `kind` (a live kind id) that the reader has read
+    /// so far, of every recorded thread, in sequence order: for a front end that acts on them
+    /// itself, not a thread of the program (the JVM's recorded signals).
+    pub fn take_unordered_of_all(&self, kind: u32) -> Vec<Event> {
+        let mut u = self.inner.unordered.lock().unwrap();
+        let mut out: Vec<Event> = u
+            .queues
+            .iter_mut()
+            .filter(|((_, k), _)| *k == kind)
+            .flat_map(|(_, q)| q.drain(..))
+            .collect();
+        out.sort_by_key(|e| e.seq);
+        out
+    }
+
+    /// Whether the reader has read events of unordered kind `kind` that nobody took yet.
+    pub fn has_unordered_of_all(&self, kind: u32) -> bool {
+        let u = self.inner.unordered.lock().unwrap();
+        u.queues
+            .iter()
+            .any(|((_, k), q)| *k == kind && !q.is_empty())
+    }
+
     pub fn take_unordered(
         &self,
         kind: u32,

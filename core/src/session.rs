@@ -679,10 +679,10 @@ impl Core {
         }
     }
 
-    /// Replay: every event of side kind `kind` ([`SIDE_KINDS`]) in the whole log, in
-    /// sequence order, read by a pass of its own over the log (the replay's reader is only
+    /// Replay: every event of the side kinds `kinds` ([`SIDE_KINDS`]) in the whole log, in
+    /// sequence order, read by one pass of its own over the log (the replay's reader is only
     /// as far as the program got). A cut log gives what it holds. Empty when recording.
-    pub fn side_events(&self, kind: &str) -> Result<Vec<Event>, String> {
+    pub fn side_events(&self, kinds: &[&str]) -> Result<Vec<Event>, String> {
         let Session::Replay(r) = &self.session else {
             return Ok(Vec::new());
         };
@@ -690,19 +690,39 @@ impl Core {
         let mut reader = crate::LogReader::open(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let mut out = Vec::new();
-        let mut id = None;
+        let mut ids: Vec<u32> = Vec::new();
         // A cut log ends the scan without an error: replay reports the cut where it meets it.
         while let Ok(Some(batch)) = reader.next_batch() {
-            if id.is_none() {
-                id = reader.strings().id(kind);
+            if ids.len() < kinds.len() {
+                ids = kinds
+                    .iter()
+                    .filter_map(|k| reader.strings().id(k))
+                    .collect();
             }
-            let Some(k) = id else { continue };
             for run in batch.runs {
-                out.extend(run.events.into_iter().filter(|e| e.kind == k));
+                out.extend(run.events.into_iter().filter(|e| ids.contains(&e.kind)));
             }
         }
         out.sort_by_key(|e| e.seq);
         Ok(out)
+    }
+
+    /// Replay: the events of side kind `kind` the replay's own reader has read so far (each
+    /// handed out once), in sequence order: no pass over the log of its own, for a front end
+    /// that acts on them as the replay reaches them. Taking recorded signals
+    /// (`SIDE_KINDS[2]`) also makes the core expect the recording's end signal
+    /// ([`Self::expect_end_signal`]).
+    pub fn side_events_read(&self, kind: &str) -> Vec<Event> {
+        let Session::Replay(r) = &self.session else {
+            return Vec::new();
+        };
+        let id = r.intern(kind);
+        // Noted before they leave the queues: a thread that runs out of events meanwhile
+        // sees one or the other (`diverged`).
+        if kind == SIDE_KINDS[2] && r.has_unordered_of_all(id) {
+            self.expect_end_signal();
+        }
+        r.take_unordered_of_all(id)
     }
 
     /// Replay: the recording ends with a signal that the front end raises again at its place
@@ -712,6 +732,19 @@ impl Core {
     /// one the same way.
     pub fn expect_end_signal(&self) {
         self.end_signal.store(true, Ordering::Release);
+    }
+
+    /// Replay: whether the recording ends with a signal still to come or raised: noted by
+    /// [`Self::side_events_read`], or read by the replay's reader and not taken yet (a thread
+    /// asks for more than it recorded only once the reader read all it has).
+    fn end_signal_pending(&self) -> bool {
+        if self.end_signal.load(Ordering::Acquire) {
+            return true;
+        }
+        match &self.session {
+            Session::Replay(r) => r.has_unordered_of_all(r.intern(SIDE_KINDS[2])),
+            Session::Record(_) => false,
+        }
     }
 
     /// Replay: the front end raised a recorded signal (every event before it was replayed).
@@ -733,9 +766,7 @@ impl Core {
         {
             return Verdict::Live;
         }
-        if matches!(d.kind, DivergenceKind::Exhausted { .. })
-            && self.end_signal.load(Ordering::Acquire)
-        {
+        if matches!(d.kind, DivergenceKind::Exhausted { .. }) && self.end_signal_pending() {
             let until = std::time::Instant::now() + self.options.timeout;
             while std::time::Instant::now() < until && self.stopped().is_none() {
                 std::thread::sleep(std::time::Duration::from_millis(5));

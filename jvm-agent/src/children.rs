@@ -96,6 +96,17 @@ struct Scan {
     exit: HashMap<u32, i32>,
 }
 
+/// Child `child` runs as process `pid` (the stand-in's in replay); nothing for a failed start.
+fn remember_pid(pid: jint, child: u32) {
+    if pid <= 0 {
+        return;
+    }
+    if let Ok(mut m) = PIDS.lock() {
+        m.get_or_insert_with(HashMap::new)
+            .insert(pid as jlong, child);
+    }
+}
+
 /// NativeMethodBind for `waitForProcessExit0`: the wrapper to bind instead of `address`.
 pub(crate) fn bind(
     owner: &str,
@@ -355,29 +366,27 @@ fn scan(a: &Agent) -> &'static Result<Scan, String> {
             Some(FieldValue::Uint(v)) => Some(*v as u32),
             _ => None,
         };
-        for e in a.core.side_events(SIDE_KINDS[0])? {
+        for e in a.core.side_events(&SIDE_KINDS[..2])? {
             let Payload::Record { record } = e.payload else {
                 continue;
             };
-            let (Some(child), Some(FieldValue::Bytes(data))) =
-                (uint(&record, "child"), record.get("data"))
-            else {
+            let Some(child) = uint(&record, "child") else {
                 continue;
             };
-            let entry = s.output.entry(child).or_default();
-            match record.get("stream") {
-                Some(FieldValue::Text(t)) if t == "stderr" => entry.1.extend_from_slice(data),
-                _ => entry.0.extend_from_slice(data),
-            }
-        }
-        for e in a.core.side_events(SIDE_KINDS[1])? {
-            let Payload::Record { record } = e.payload else {
-                continue;
-            };
-            if let (Some(child), Some(FieldValue::Int(st))) =
-                (uint(&record, "child"), record.get("status"))
-            {
-                s.exit.insert(child, *st as i32);
+            match (record.get("data"), record.get("status")) {
+                (Some(FieldValue::Bytes(data)), _) => {
+                    let entry = s.output.entry(child).or_default();
+                    match record.get("stream") {
+                        Some(FieldValue::Text(t)) if t == "stderr" => {
+                            entry.1.extend_from_slice(data)
+                        }
+                        _ => entry.0.extend_from_slice(data),
+                    }
+                }
+                (_, Some(FieldValue::Int(st))) => {
+                    s.exit.insert(child, *st as i32);
+                }
+                _ => {}
             }
         }
         Ok(s)
@@ -589,10 +598,7 @@ pub unsafe extern "system" fn fork_and_exec(
                 } else {
                     crate::clear_exception(&mut c.env);
                 }
-                if let Ok(mut m) = PIDS.lock() {
-                    m.get_or_insert_with(HashMap::new)
-                        .insert(pid as jlong, child);
-                }
+                remember_pid(pid, child);
                 record_one(c.a, FORK, digest, child as i64, None, None);
                 Some(pid)
             }
@@ -612,12 +618,7 @@ pub unsafe extern "system" fn fork_and_exec(
                     count_live(a, runtime);
                     return Some(call());
                 };
-                if pid > 0 {
-                    if let Ok(mut m) = PIDS.lock() {
-                        m.get_or_insert_with(HashMap::new)
-                            .insert(pid as jlong, child);
-                    }
-                }
+                remember_pid(pid, child);
                 Some(pid)
             }
         }

@@ -310,6 +310,13 @@ fn sock(fd: jint) -> Option<Sock> {
     with_table(|t| t.socks.get(&fd).copied())
 }
 
+/// The socket number a connect or listen recorded (a fresh one if the payload has none).
+fn recorded_id(data: Option<&[u8]>) -> i64 {
+    data.and_then(|b| b.try_into().ok())
+        .map(i64::from_le_bytes)
+        .unwrap_or_else(|| NEXT_SOCK.fetch_add(1, Ordering::Relaxed))
+}
+
 fn fd_of_sock(id: i64) -> Option<jint> {
     with_table(|t| t.socks.iter().find(|(_, s)| s.id == id).map(|(fd, _)| *fd))
 }
@@ -508,12 +515,7 @@ unsafe extern "system" fn connect0(
                     throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                     return Some(-1);
                 }
-                let id = o
-                    .data
-                    .as_deref()
-                    .and_then(|b| b.try_into().ok())
-                    .map(i64::from_le_bytes)
-                    .unwrap_or_else(|| NEXT_SOCK.fetch_add(1, Ordering::Relaxed));
+                let id = recorded_id(o.data.as_deref());
                 remember(n, Sock { id, replayed: true });
                 Some(o.ret as jint)
             }
@@ -847,12 +849,7 @@ unsafe extern "system" fn listen(raw: *mut RawJniEnv, cls: jclass, fd: jobject, 
                 let Some(o) = replay(&mut c, LISTEN, d) else {
                     return;
                 };
-                let id = o
-                    .data
-                    .as_deref()
-                    .and_then(|b| b.try_into().ok())
-                    .map(i64::from_le_bytes)
-                    .unwrap_or_else(|| NEXT_SOCK.fetch_add(1, Ordering::Relaxed));
+                let id = recorded_id(o.data.as_deref());
                 remember(n, Sock { id, replayed: true });
                 with_table(|t| t.servers.push(n));
             }

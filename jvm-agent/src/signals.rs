@@ -6,9 +6,10 @@
 //! `sun.misc.Signal` handler) on a new thread named `SIGTERM handler`; its ThreadStart is a
 //! side record (`side.java.lang.Signal`, `core::session::SIDE_KINDS`) holding the signal's
 //! number, numbered where the signal fell among the program's events.
-//! Replay: a thread of the agent reads those records (`Core::side_events`) and raises each
-//! signal on the process once every event before it was replayed (the strict cursor passed
-//! it); the JVM then runs the same handler, whose events replay in turn.
+//! Replay: a thread of the agent takes those records as the replay's reader meets them
+//! (`Core::side_events_read`) and raises each signal on the process once every event before
+//! it was replayed (the strict cursor passed it); the JVM then runs the same handler, whose
+//! events replay in turn.
 
 use crate::jvmti::{jthread, RawEnv};
 use crate::{agent, guarded};
@@ -84,7 +85,9 @@ pub unsafe extern "C" fn on_thread_start(_jvmti: RawEnv, jni: *mut RawJniEnv, th
     })
 }
 
-/// Replay: starts the thread that raises the recorded signals at their place.
+/// Replay: starts the thread that raises the recorded signals at their place. It takes them
+/// as the replay's own reader meets them (`Core::side_events_read`: no pass over the log of
+/// its own) and waits for the strict cursor to pass each.
 pub(crate) fn start_replay() {
     let Some(a) = agent() else { return };
     if !matches!(a.core.session, Session::Replay(_)) || a.core.replay_cursor().is_none() {
@@ -93,37 +96,29 @@ pub(crate) fn start_replay() {
     let spawned = std::thread::Builder::new()
         .name("replay-signals".into())
         .spawn(move || {
-            let events = match a.core.side_events(SIDE_KINDS[2]) {
-                Ok(e) => e,
-                Err(e) => {
-                    eprintln!("replay: cannot read the recorded signals ({e}): none is raised");
+            let mut pending: std::collections::VecDeque<replay_core::Event> = Default::default();
+            loop {
+                if a.core.stopped().is_some() {
                     return;
                 }
-            };
-            if !events.is_empty() {
-                a.core.expect_end_signal();
-            }
-            for e in events {
-                let Payload::Record { record } = &e.payload else {
-                    continue;
-                };
-                let Some(FieldValue::Int(sig)) = record.get("signal") else {
-                    continue;
-                };
+                pending.extend(a.core.side_events_read(SIDE_KINDS[2]));
                 // Every event before the signal's was replayed: the cursor is past it (the
                 // cursor passes a side record by itself).
-                loop {
-                    match a.core.replay_cursor() {
-                        Some(c) if c > e.seq => break,
-                        Some(_) if a.core.stopped().is_none() => {
-                            std::thread::sleep(Duration::from_millis(2))
+                match (pending.front(), a.core.replay_cursor()) {
+                    (Some(e), Some(c)) if c > e.seq => {
+                        let e = pending.pop_front().expect("a front one");
+                        if let Payload::Record { record } = &e.payload {
+                            if let Some(FieldValue::Int(sig)) = record.get("signal") {
+                                a.core.end_signal_raised();
+                                // SAFETY: kill(2) on this very process with the recorded signal.
+                                unsafe { kill(getpid(), *sig as i32) };
+                            }
                         }
-                        _ => return,
                     }
+                    (_, None) => return,
+                    // A few checks of two locks a second while nothing is due.
+                    _ => std::thread::sleep(Duration::from_millis(5)),
                 }
-                a.core.end_signal_raised();
-                // SAFETY: kill(2) on this very process with the recorded signal.
-                unsafe { kill(getpid(), *sig as i32) };
             }
         });
     if spawned.is_err() {
