@@ -696,3 +696,94 @@ fn a_c_program_whose_output_depends_on_its_pid_diverges() {
         "{e}"
     );
 }
+
+/// Counts the SIGTERMs it gets: after the first, it waits 0.5 s for a second, prints the
+/// count and exits 3. Its pid goes to `pid`.
+const COUNTS_TERMS: &str = "echo $$ > pid; n=0; trap 'n=$((n+1))' TERM; echo up; \
+    while [ $n -eq 0 ]; do sleep 0.02; done; sleep 0.5; echo \"TERM x$n\"; exit 3";
+
+/// Starts `replay record` on [`COUNTS_TERMS`] in its own process group (as a harness or a
+/// non-interactive shell starts it), once the program runs.
+fn record_counting(dir: &Path) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let _ = std::fs::remove_file(dir.join("pid"));
+    let child = Command::new(BIN)
+        .current_dir(dir)
+        .args(["record", "-o", "t.replay", "--", "sh", "-c", COUNTS_TERMS])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !dir.join("pid").exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the program did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    child
+}
+
+/// Running, not a zombie left for a reaper that may be slow (or absent in a container).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit_once(')')
+                .is_some_and(|(_, r)| !r.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn signals_sent_to_the_launcher_reach_the_program_once() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    // `kill LAUNCHER` (a harness's terminate()): the program gets it, the launcher waits for
+    // its status and writes the recording's summary.
+    // A group kill (`kill -TERM -PGID`, timeout(1)): the program gets it once, not twice.
+    for group in [false, true] {
+        let child = record_counting(dir);
+        let target = if group {
+            -(child.id() as i32)
+        } else {
+            child.id() as i32
+        };
+        // SAFETY: plain kill(2).
+        unsafe { libc::kill(target, libc::SIGTERM) };
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(3), "group={group} {err}");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout),
+            "up\nTERM x1\n",
+            "group={group}"
+        );
+        assert!(err.contains("replay: recorded "), "group={group} {err}");
+        // The recording replays: the program's SIGTERM was its own doing (a trap), the
+        // replayed sh gets none, so it waits for ever: only the log's reading is checked.
+        let r = replay(&["verify", p(&dir.join("t.replay.stdio"))]);
+        assert_eq!(r.code, 0, "group={group} {}", r.stderr);
+    }
+    // The launcher killed outright takes the program with it, as a group kill would have.
+    let child = record_counting(dir);
+    let pid: i32 = std::fs::read_to_string(dir.join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(alive(pid));
+    // SAFETY: plain kill(2).
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait_with_output();
+    let t = Instant::now();
+    while alive(pid) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "the program outlived the launcher"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -23,6 +23,7 @@
 //! end (`replay: DIVERGENCE: ...`) ends the comparison: the program reported itself, and a
 //! second report of the launcher on the report's own text would only bury it.
 
+use super::forward;
 use super::inputs;
 use super::recordings;
 use super::runtime::{self, Kind};
@@ -770,6 +771,7 @@ fn launch(s: Setup, c: &Common, mode: Mode, stdio: Option<PathBuf>) -> Res<u8> {
     if piped {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
+    forward::prepare(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
         let code = if e.kind() == io::ErrorKind::NotFound {
             EXIT_NOT_FOUND
@@ -778,14 +780,10 @@ fn launch(s: Setup, c: &Common, mode: Mode, stdio: Option<PathBuf>) -> Res<u8> {
         };
         Fail::new(code, format!("{shown}: cannot run: {e}"))
     })?;
-    // Like system(3): a Ctrl-C at the terminal reaches the whole process group, so the
-    // program gets it and decides; the launcher must outlive it to pass its status on.
-    // Set only after spawn returned (the child has exec'd, with default dispositions).
-    // SAFETY: signal() with SIG_IGN installs no handler code; it is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, libc::SIG_IGN);
-        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
-    }
+    // The program gets the signals sent to the launcher and decides; the launcher outlives
+    // it to pass its status on. Set only after spawn returned (the child has exec'd, with
+    // default dispositions).
+    forward::start(child.id());
     let waited =
         |e: io::Error| Fail::new(EXIT_CANNOT_RUN, format!("{shown}: cannot wait for it: {e}"));
     if let Some(a) = &s.announce {
@@ -802,6 +800,7 @@ fn launch(s: Setup, c: &Common, mode: Mode, stdio: Option<PathBuf>) -> Res<u8> {
     let inputs = inputs.filter(|_| core.is_some());
     if !piped {
         let status = child.wait().map_err(waited)?;
+        forward::stop();
         let code = exit_code(status);
         if let (Some(core), Some(i)) = (&core, &inputs) {
             i.drain(core);
@@ -957,6 +956,10 @@ fn pump(
                 break;
             }
             exited = child.try_wait()?;
+            if exited.is_some() {
+                // Reaped: its pid may be reused.
+                forward::stop();
+            }
             continue;
         }
         for (slot, f) in pipes.iter_mut().zip(&fds) {
@@ -1070,6 +1073,8 @@ fn forward_rest(pipes: &[Option<Pipe>; 2]) {
         // The launcher (or a failed fork: the writers meet a closed pipe, as before).
         return;
     }
+    // The copier passes no signal on: the program is gone.
+    forward::stop();
     unsafe {
         // Hold nothing else open: the logs, the program's stdin pipe.
         for fd in 3..4096 {

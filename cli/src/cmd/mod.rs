@@ -2,6 +2,7 @@
 
 pub mod diff;
 pub mod dump;
+mod forward;
 pub mod hunt;
 pub mod info;
 pub mod inputs;
