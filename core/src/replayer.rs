@@ -937,6 +937,24 @@ impl Replayer {
             .unwrap_or(false)
     }
 
+    /// Whether the calling thread's next recorded event is of `kind` and, in strict order,
+    /// whether it is that event's turn (the cursor is at it), without taking it or waiting:
+    /// `Some(true)` its turn, `Some(false)` not yet, `None` the next event is of another kind
+    /// or there is none. For a front end that must not wait for its turn while it holds a
+    /// lock the threads before it need (it releases the lock and asks again).
+    pub fn next_turn(&self, kind: u32) -> Option<bool> {
+        let cursor = self.cursor();
+        LOCAL
+            .try_with(|l| {
+                let mut l = l.borrow_mut();
+                let local = self.bound(&mut l);
+                let e = self.peek(local).filter(|e| e.kind == kind)?;
+                Some(cursor.is_none_or(|c| c >= e.seq))
+            })
+            .ok()
+            .flatten()
+    }
+
     /// [`Self::has_more_of`] for front ends that replay in the thread's order: whether the
     /// calling thread has any recorded event left.
     pub fn has_more(&self) -> bool {

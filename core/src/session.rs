@@ -597,6 +597,34 @@ impl Core {
         }
     }
 
+    /// Replay: a blocking call (a selector's wait) by a thread whose recording has ended, in
+    /// a complete log, had not returned when the recorded program exited. It waits here for
+    /// the program's end (up to the timeout) instead of meeting the "ran out" report at once;
+    /// when the program goes on past the timeout, the caller replays the call and gets it.
+    pub fn replay_wait_if_ended(&self) {
+        let Session::Replay(r) = &self.session else {
+            return;
+        };
+        if self.stopped().is_some() || r.is_live() || r.has_more() {
+            return;
+        }
+        if !matches!(r.end(), Some(End::Complete(_))) {
+            return;
+        }
+        let until = std::time::Instant::now() + self.options.timeout;
+        while std::time::Instant::now() < until && self.stopped().is_none() && !r.is_live() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// [`Replayer::next_turn`] while replaying and not stopped or live; else `None`.
+    pub fn replay_next_turn(&self, kind: u32) -> Option<bool> {
+        match &self.session {
+            Session::Replay(r) if self.stopped().is_none() && !r.is_live() => r.next_turn(kind),
+            _ => None,
+        }
+    }
+
     /// Replays a run of calls of `kind` in one step, for front ends that serve calls from a
     /// buffer of their own (a `long[]` in Java, a typed array in JS): `None` when `run` holds
     /// the run (this call's event first, then up to `max` in all that carry no input digest:

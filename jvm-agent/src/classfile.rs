@@ -174,7 +174,30 @@ pub const SITES: &[Site] = &[
         hook: "ecsPoll",
         hook_desc: QUEUE_TIMED,
     },
+    // HttpClient's SelectorManager: `deregistrations`/`registrations` taken in its loop
+    // (`for (... : list)` then `list.clear()`), and its other lists' iterations and clears,
+    // which the hooks pass through (src/selector.rs). JDK 17 and 25.
+    Site {
+        class: SELECTOR,
+        owner: "java/util/List",
+        interface: true,
+        name: "iterator",
+        desc: "()Ljava/util/Iterator;",
+        hook: "selIterator",
+        hook_desc: "(Ljava/util/List;)Ljava/util/Iterator;",
+    },
+    Site {
+        class: SELECTOR,
+        owner: "java/util/List",
+        interface: true,
+        name: "clear",
+        desc: "()V",
+        hook: "selClear",
+        hook_desc: "(Ljava/util/List;)V",
+    },
 ];
+
+const SELECTOR: &str = "jdk/internal/net/http/HttpClientImpl$SelectorManager";
 
 /// Classes whose clock reads are never redirected (a name ending in `/` is a package and its
 /// subpackages; else a class and its nested classes): in them a clock read only measures a

@@ -39,6 +39,7 @@ mod nio;
 mod output;
 mod pools;
 mod seeds;
+mod selector;
 mod signals;
 
 use jni::objects::{GlobalRef, JClass, JLongArray, JObject, JString};
@@ -61,8 +62,8 @@ static HOOK_BYTES: &[u8] = include_bytes!(env!("REPLAY_HOOKS_CLASS"));
 /// Events per Java-side batch: one native crossing per this many clock reads.
 const BATCH: jint = 1024;
 /// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST, K_SLEEP,
-/// K_POOL_TAKE). Only the first four are ever buffered (two bits of kind).
-const KINDS: [&str; 5] = [
+/// K_POOL_TAKE, K_SELECTOR). Only the first four are ever buffered (two bits of kind).
+const KINDS: [&str; 6] = [
     "java.lang.System.nanoTime",
     "java.lang.System.currentTimeMillis",
     "jdk.internal.misc.VM.getNanoTimeAdjustment",
@@ -70,6 +71,8 @@ const KINDS: [&str; 5] = [
     // src/pools.rs: input how the worker or caller took (take, poll, ...), value the
     // task's number.
     "java.util.concurrent.ThreadPoolExecutor.take",
+    // src/selector.rs: input which list, value how many the selector took.
+    "java.net.http.HttpClient.selector.take",
 ];
 /// The kind of a pool worker's take (src/pools.rs).
 const K_POOL_TAKE: usize = 4;

@@ -1214,6 +1214,8 @@ unsafe extern "system" fn epoll_wait(
                 Some(n)
             }
             Session::Replay(_) => {
+                // A selector blocked here when the recorded program exited.
+                c.a.core.replay_wait_if_ended();
                 let o = replay(&mut c, EP_WAIT, d)?;
                 if o.thrown {
                     throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());

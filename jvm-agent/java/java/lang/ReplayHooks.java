@@ -32,6 +32,7 @@ public final class ReplayHooks {
     private static final int K_ADJUST = 2;
     private static final int K_SLEEP = 3;
     private static final int K_POOL_TAKE = 4;
+    private static final int K_SELECTOR = 5;
 
     /** 0: pass through; 1: record; 2: replay. Volatile: init publishes the fields below. */
     private static volatile int mode;
@@ -65,6 +66,10 @@ public final class ReplayHooks {
     private static java.util.WeakHashMap<Object, long[]> taskNumbers;
     private static java.util.WeakHashMap<Object, long[]> offers;
     private static java.util.WeakHashMap<Object, java.util.HashMap<Long, Object>> stashes;
+    /** The last HttpClient selector thread's {thread, registrations, deregistrations, lock}. */
+    private static volatile Object[] selCache;
+    /** Replay: registrations set aside past a selector pass's recorded count, by list. */
+    private static java.util.IdentityHashMap<Object, java.util.ArrayList<Object>> selStash;
     /** ExecutorCompletionService.QueueingFuture's fields (see ecsExecute). */
     private static volatile java.lang.reflect.Field qfTask;
     private static volatile java.lang.reflect.Field qfQueue;
@@ -511,6 +516,127 @@ public final class ReplayHooks {
     }
 
     /**
+     * HttpClient's SelectorManager: every {@code list.iterator()} of its code. For the
+     * selector thread's {@code registrations} and {@code deregistrations} (taken under its
+     * lock at the top of its loop), how many it takes is an event: recorded, or in replay
+     * waited for (see jvm-agent/src/selector.rs). Any other list passes through.
+     */
+    public static java.util.Iterator<Object> selIterator(java.util.List<Object> l) {
+        int m = mode;
+        Object[] c = m == 0 ? null : selLists();
+        long[] b = c == null ? null : buffer();
+        int which = c == null ? 0 : l == c[1] ? 1 : l == c[2] ? 2 : 0;
+        if (b == null || which == 0) {
+            return l.iterator();
+        }
+        if (m == 1) {
+            record0(K_SELECTOR, l.size(), which);
+            return l.iterator();
+        }
+        Object[] p = quiet();
+        try {
+            // Its turn is waited for with the lock released: a thread before it in the
+            // recording may need the lock to add its registration.
+            for (int i = 0; i < 30000; i++) {
+                if ((b.length > 1 && (int) b[0] < (int) b[1]) || turnOf0(K_SELECTOR) != 0) {
+                    break;
+                }
+                selPause(c[3]);
+            }
+        } finally {
+            loud(p);
+        }
+        long n = b.length > 1 ? run0(K_SELECTOR, -1L, which, b) : replay0(K_SELECTOR, -1L, which);
+        if (n < 0L) {
+            return l.iterator();
+        }
+        p = quiet();
+        try {
+            // The adds it took in the recording came before its event: their threads are past
+            // them, or about to add.
+            for (int i = 0; i < 5000 && l.size() < n; i++) {
+                selPause(c[3]);
+            }
+        } finally {
+            loud(p);
+        }
+        int size = l.size();
+        if (size > n) {
+            java.util.List<Object> tail = l.subList((int) n, size);
+            java.util.ArrayList<Object> later = new java.util.ArrayList<>(tail);
+            tail.clear();
+            synchronized (poolLock) {
+                java.util.ArrayList<Object> old = selStash.put(l, later);
+                if (old != null) {
+                    later.addAll(0, old);
+                }
+            }
+        }
+        return l.iterator();
+    }
+
+    /** The SelectorManager's {@code list.clear()}: in replay, what a pass set aside comes back. */
+    public static void selClear(java.util.List<Object> l) {
+        l.clear();
+        if (mode == 2) {
+            java.util.ArrayList<Object> later;
+            synchronized (poolLock) {
+                later = selStash.isEmpty() ? null : selStash.remove(l);
+            }
+            if (later != null) {
+                l.addAll(later);
+            }
+        }
+    }
+
+    /** {thread, registrations, deregistrations, lock} if this is an HttpClient selector thread. */
+    private static Object[] selLists() {
+        Thread t = Thread.currentThread();
+        Object[] c = selCache;
+        if (c != null && c[0] == t) {
+            return c;
+        }
+        if (!"jdk.internal.net.http.HttpClientImpl$SelectorManager".equals(t.getClass().getName())) {
+            return null;
+        }
+        c = selLists0(t);
+        if (c != null) {
+            selCache = c;
+        }
+        return c;
+    }
+
+    /** About a millisecond with the selector's lock (held once, by this thread) released. */
+    private static void selPause(Object lock) {
+        if (lock instanceof java.util.concurrent.locks.ReentrantLock) {
+            java.util.concurrent.locks.ReentrantLock rl = (java.util.concurrent.locks.ReentrantLock) lock;
+            boolean held = rl.getHoldCount() == 1;
+            if (held) {
+                rl.unlock();
+            }
+            try {
+                java.util.concurrent.locks.LockSupport.parkNanos(1000000L);
+            } finally {
+                if (held) {
+                    rl.lock();
+                }
+            }
+            return;
+        }
+        synchronized (lock) {
+            try {
+                lock.wait(1L);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    private static native Object[] selLists0(Thread t);
+
+    private static native int turnOf0(int kind);
+
+    /**
      * Makes the calling thread's clock reads and sleeps not events until {@link #loud}: the
      * queue's own timed waits (AQS awaitNanos reads System.nanoTime) inside a pool hook are
      * not the program's; the hook's event is the task taken. Returns the thread's pair.
@@ -689,6 +815,7 @@ public final class ReplayHooks {
         taskNumbers = new java.util.WeakHashMap<>();
         offers = new java.util.WeakHashMap<>();
         stashes = new java.util.WeakHashMap<>();
+        selStash = new java.util.IdentityHashMap<>();
         try {
             Thread.class.getDeclaredMethod("sleepNanos", long.class);
             sleepNanosHooked = true;
