@@ -195,9 +195,41 @@ pub const SITES: &[Site] = &[
         hook: "selClear",
         hook_desc: "(Ljava/util/List;)V",
     },
+    // HttpClient's SequentialScheduler: every operation on its `state` (its only atomic),
+    // in the class and in its completer; which thread runs the task is the race they decide
+    // (src/selector.rs). JDK 17 and 25.
+    atomic(SCHEDULER, "get", "()I", "atomGet", "(Ljava/util/concurrent/atomic/AtomicInteger;)I"),
+    atomic(SCHEDULER, "compareAndSet", "(II)Z", "atomCas", ATOMIC_CAS),
+    atomic(SCHEDULER, "set", "(I)V", "atomSet", ATOMIC_SET),
+    atomic(COMPLETER, "get", "()I", "atomGet", "(Ljava/util/concurrent/atomic/AtomicInteger;)I"),
+    atomic(COMPLETER, "compareAndSet", "(II)Z", "atomCas", ATOMIC_CAS),
+    atomic(COMPLETER, "set", "(I)V", "atomSet", ATOMIC_SET),
 ];
 
 const SELECTOR: &str = "jdk/internal/net/http/HttpClientImpl$SelectorManager";
+const SCHEDULER: &str = "jdk/internal/net/http/common/SequentialScheduler";
+const COMPLETER: &str = "jdk/internal/net/http/common/SequentialScheduler$TryEndDeferredCompleter";
+const ATOMIC_CAS: &str = "(Ljava/util/concurrent/atomic/AtomicInteger;II)Z";
+const ATOMIC_SET: &str = "(Ljava/util/concurrent/atomic/AtomicInteger;I)V";
+
+/// A call of `AtomicInteger.NAME` in `class`, made a call of the hook `hook`.
+const fn atomic(
+    class: &'static str,
+    name: &'static str,
+    desc: &'static str,
+    hook: &'static str,
+    hook_desc: &'static str,
+) -> Site {
+    Site {
+        class,
+        owner: "java/util/concurrent/atomic/AtomicInteger",
+        interface: false,
+        name,
+        desc,
+        hook,
+        hook_desc,
+    }
+}
 
 /// Classes whose clock reads are never redirected (a name ending in `/` is a package and its
 /// subpackages; else a class and its nested classes): in them a clock read only measures a

@@ -62,8 +62,8 @@ static HOOK_BYTES: &[u8] = include_bytes!(env!("REPLAY_HOOKS_CLASS"));
 /// Events per Java-side batch: one native crossing per this many clock reads.
 const BATCH: jint = 1024;
 /// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST, K_SLEEP,
-/// K_POOL_TAKE, K_SELECTOR). Only the first four are ever buffered (two bits of kind).
-const KINDS: [&str; 6] = [
+/// K_POOL_TAKE, K_SELECTOR, K_ATOMIC). Only the first four are ever buffered (two bits of kind).
+const KINDS: [&str; 7] = [
     "java.lang.System.nanoTime",
     "java.lang.System.currentTimeMillis",
     "jdk.internal.misc.VM.getNanoTimeAdjustment",
@@ -73,6 +73,8 @@ const KINDS: [&str; 6] = [
     "java.util.concurrent.ThreadPoolExecutor.take",
     // src/selector.rs: input which list, value how many the selector took.
     "java.net.http.HttpClient.selector.take",
+    // src/selector.rs: input the operation (get, compareAndSet, set), value its result.
+    "java.util.concurrent.atomic.AtomicInteger.ordered",
 ];
 /// The kind of a pool worker's take (src/pools.rs).
 const K_POOL_TAKE: usize = 4;

@@ -33,6 +33,7 @@ public final class ReplayHooks {
     private static final int K_SLEEP = 3;
     private static final int K_POOL_TAKE = 4;
     private static final int K_SELECTOR = 5;
+    private static final int K_ATOMIC = 6;
 
     /** 0: pass through; 1: record; 2: replay. Volatile: init publishes the fields below. */
     private static volatile int mode;
@@ -66,6 +67,8 @@ public final class ReplayHooks {
     private static java.util.WeakHashMap<Object, long[]> taskNumbers;
     private static java.util.WeakHashMap<Object, long[]> offers;
     private static java.util.WeakHashMap<Object, java.util.HashMap<Long, Object>> stashes;
+    /** The lock under which an ordered atomic operation and its event happen together. */
+    private static Object atomLock;
     /** The last HttpClient selector thread's {thread, registrations, deregistrations, lock}. */
     private static volatile Object[] selCache;
     /** Replay: registrations set aside past a selector pass's recorded count, by list. */
@@ -434,6 +437,27 @@ public final class ReplayHooks {
             }
             return r;
         }
+        if (how <= 1) {
+            // While other threads' events come first, the worker already waits on the queue,
+            // as it did in the recording: a SynchronousQueue (a cached pool's) accepts an offer
+            // only from a waiting worker, and a replayed accepted offer waits for one. What it
+            // takes meanwhile is kept for the worker the recording gave it to.
+            java.util.HashMap<Long, Object> stash = stashOf(q);
+            Object[] p = quiet();
+            try {
+                while (turnOf0(K_POOL_TAKE) == 0) {
+                    Object r = q.poll(1L, java.util.concurrent.TimeUnit.MILLISECONDS);
+                    if (r != null) {
+                        long n = numberOf(r);
+                        synchronized (poolLock) {
+                            stash.put(Long.valueOf(n), r);
+                        }
+                    }
+                }
+            } finally {
+                loud(p);
+            }
+        }
         long want = b.length > 1 ? run0(K_POOL_TAKE, -4L, how, b) : replay0(K_POOL_TAKE, -4L, how);
         if (want == -1L) {
             return null;
@@ -585,6 +609,85 @@ public final class ReplayHooks {
             }
             if (later != null) {
                 l.addAll(later);
+            }
+        }
+    }
+
+    /**
+     * HttpClient's SequentialScheduler: the operations on its {@code AtomicInteger state}
+     * decide which thread runs the scheduler's task (the one whose compareAndSet wins), and
+     * the task's I/O is then that thread's. Their order across threads is recorded (each
+     * operation and its event under one lock) and replayed (each at its event's turn, under
+     * the same lock, so the next thread's comes after it). Same result as the plain call.
+     */
+    public static int atomGet(java.util.concurrent.atomic.AtomicInteger a) {
+        return (int) atomic(a, 0, 0, 0);
+    }
+
+    public static boolean atomCas(java.util.concurrent.atomic.AtomicInteger a, int expect, int update) {
+        return atomic(a, 1, expect, update) != 0L;
+    }
+
+    public static void atomSet(java.util.concurrent.atomic.AtomicInteger a, int v) {
+        atomic(a, 2, 0, v);
+    }
+
+    private static long atomDo(java.util.concurrent.atomic.AtomicInteger a, int op, int expect, int v) {
+        if (op == 0) {
+            return a.get();
+        }
+        if (op == 1) {
+            return a.compareAndSet(expect, v) ? 1L : 0L;
+        }
+        a.set(v);
+        return 0L;
+    }
+
+    private static long atomic(java.util.concurrent.atomic.AtomicInteger a, int op, int expect, int v) {
+        int m = mode;
+        long[] b = m == 0 ? null : buffer();
+        if (b == null) {
+            return atomDo(a, op, expect, v);
+        }
+        if (m == 1) {
+            synchronized (atomLock) {
+                long r = atomDo(a, op, expect, v);
+                record0(K_ATOMIC, r, op);
+                return r;
+            }
+        }
+        for (int i = 0;; i++) {
+            boolean other = b.length > 1 && (int) b[0] < (int) b[1];
+            if (!other) {
+                synchronized (atomLock) {
+                    int t = turnOf0(K_ATOMIC);
+                    if (t == 1) {
+                        long r = atomDo(a, op, expect, v);
+                        if (b.length > 1) {
+                            run0(K_ATOMIC, r, op, b);
+                        } else {
+                            replay0(K_ATOMIC, r, op);
+                        }
+                        return r;
+                    }
+                    other = t < 0;
+                }
+            }
+            if (other) {
+                // Another kind of event is next, or replay stopped or went live: the replay
+                // call reports it or answers live.
+                long r = atomDo(a, op, expect, v);
+                if (b.length > 1) {
+                    run0(K_ATOMIC, r, op, b);
+                } else {
+                    replay0(K_ATOMIC, r, op);
+                }
+                return r;
+            }
+            if (i < 64) {
+                Thread.onSpinWait();
+            } else {
+                java.util.concurrent.locks.LockSupport.parkNanos(20000L);
             }
         }
     }
@@ -816,6 +919,7 @@ public final class ReplayHooks {
         offers = new java.util.WeakHashMap<>();
         stashes = new java.util.WeakHashMap<>();
         selStash = new java.util.IdentityHashMap<>();
+        atomLock = new Object();
         try {
             Thread.class.getDeclaredMethod("sleepNanos", long.class);
             sleepNanosHooked = true;
