@@ -683,11 +683,49 @@ unsafe extern "system" fn open0(raw: *mut RawJniEnv, this: jobject, path: jstrin
 unsafe extern "system" fn raf_open0(raw: *mut RawJniEnv, this: jobject, path: jstring, mode: jint) {
     let live = || unsafe { orig::<RafOpenFn>(RAF_OPEN)(raw, this, path, mode) };
     if mode != RAF_O_RDONLY {
-        // Opened for writing: the file must really be open in replay too, so this stays live
-        // (and its reads with it: the object is never tagged).
-        return live();
+        // Opened for writing: the file must really be open in replay too, so this stays live,
+        // and so do its reads; they are checked instead (VERIFIED).
+        live();
+        let _ = (|| -> Option<()> {
+            agent()?;
+            FILE_EVENT.get()?;
+            let mut c = begin_path(raw)?;
+            if c.env.exception_check().unwrap_or(true) {
+                return None;
+            }
+            tag_stream(&mut c, this, RAF_OPEN, VERIFIED);
+            Some(())
+        })();
+        return;
     }
     open_stream(raw, this, path, RAF_OPEN, live)
+}
+
+/// The tag of a stream open for writing (`RandomAccessFile` "rw", and the FileDescriptor its
+/// channel uses): its calls run live in replay too, since the file is really open and written,
+/// and each read, length, position or seek is an event whose input digest is what the call
+/// returned (and the bytes it read), so a replay that reads other bytes than the recording
+/// (the file changed, say) is a divergence instead of a silently different run.
+const VERIFIED: jlong = -1;
+
+/// Record or check call `i` of a [`VERIFIED`] stream, which ran live and returned `r` (and
+/// read `bytes`); `arg` is the call's argument. An exception it left pending goes on.
+fn verified(c: &mut Call, i: usize, arg: i64, r: i64, bytes: &[u8]) -> Option<()> {
+    let thrown = c.env.exception_check().unwrap_or(false);
+    let digest = replay_core::digest(&[
+        &(i as u64).to_le_bytes(),
+        &arg.to_le_bytes(),
+        &r.to_le_bytes(),
+        &[thrown as u8],
+        bytes,
+    ]);
+    match &c.a.core.session {
+        Session::Record(_) => record_one(c.a, i, digest, r, None, None),
+        Session::Replay(_) => {
+            replay_one(c, i, digest)?;
+        }
+    }
+    Some(())
 }
 
 /// An open of a FileInputStream or RandomAccessFile (`i`): its input digest is the path, its
@@ -798,6 +836,11 @@ fn scalar(raw: *mut RawJniEnv, this: jobject, i: usize, arg: i64, live: impl Fn(
     run(KINDS[i], live, |call| {
         let stream = stream_for(raw, this, i)?;
         let mut c = begin(raw)?;
+        if stream == VERIFIED {
+            let r = call();
+            verified(&mut c, i, arg, r, &[]);
+            return Some(r);
+        }
         scalar_event(&mut c, i, stream_digest(stream, arg), call)
     })
 }
@@ -902,6 +945,20 @@ fn stream_read(
         let digest = stream_digest(stream, len as i64);
         // SAFETY: the call's array argument, a local reference we do not delete.
         let arr = unsafe { JByteArray::from_raw(b) };
+        if stream == VERIFIED {
+            let n = call();
+            let mut buf = vec![0i8; n.clamp(0, len.max(0)) as usize];
+            if !c.env.exception_check().unwrap_or(true)
+                && n > 0
+                && c.env.get_byte_array_region(&arr, off, &mut buf).is_err()
+            {
+                clear_exception(&mut c.env);
+                return Some(n);
+            }
+            let bytes: Vec<u8> = buf.iter().map(|&x| x as u8).collect();
+            verified(&mut c, i, len as i64, n as i64, &bytes);
+            return Some(n);
+        }
         match &c.a.core.session {
             Session::Record(_) => {
                 let n = call();
@@ -965,6 +1022,19 @@ fn nio_read(
         let stream = stream_for(raw, fd, i)?;
         let mut c = begin(raw)?;
         let digest = stream_digest(stream, arg);
+        if stream == VERIFIED {
+            let n = call();
+            let bytes = (!c.env.exception_check().unwrap_or(true)
+                && n > 0
+                && n <= len
+                && address != 0)
+                .then(|| {
+                    // SAFETY: the read just put n bytes at `address`, a buffer of len bytes.
+                    unsafe { std::slice::from_raw_parts(address as *const u8, n as usize) }
+                });
+            verified(&mut c, i, arg, n as i64, bytes.unwrap_or_default());
+            return Some(n);
+        }
         match &c.a.core.session {
             Session::Record(_) => {
                 let n = call();

@@ -3,7 +3,10 @@ import java.io.RandomAccessFile;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 
-/** Reads args[0] every way RandomAccessFile offers, then tries to open args[1] (missing). */
+/**
+ * Reads args[0] every way RandomAccessFile offers, then tries to open args[1] (missing); with
+ * args[2], opens that file "rw", prints what it holds and appends a line to it.
+ */
 public class RandomAccess {
     public static void main(String[] args) throws Exception {
         try (RandomAccessFile f = new RandomAccessFile(args[0], "r")) {
@@ -30,6 +33,14 @@ public class RandomAccess {
             System.out.println("opened " + args[1] + ": " + f.length());
         } catch (FileNotFoundException e) {
             System.out.println("missing: " + e.getMessage());
+        }
+        if (args.length > 2) {
+            try (RandomAccessFile f = new RandomAccessFile(args[2], "rw")) {
+                byte[] all = new byte[(int) f.length()];
+                f.readFully(all);
+                System.out.println("rw [" + new String(all, StandardCharsets.UTF_8).replace("\n", "|") + "]");
+                f.write("appended\n".getBytes(StandardCharsets.UTF_8));
+            }
         }
     }
 }

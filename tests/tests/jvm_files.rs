@@ -99,6 +99,36 @@ fn random_access_file_reads_replay_after_the_file_was_edited_and_deleted() {
 }
 
 #[test]
+fn a_file_open_for_writing_is_written_for_real_and_its_reads_are_checked() {
+    // A RandomAccessFile opened "rw" must really be open in replay (the program writes it),
+    // so its reads run live; what they read is checked against the recording, so a file
+    // that changed is a divergence, never a silently different run.
+    let args = ["in.txt", "missing.txt", "rw.txt"];
+    for jdk in jdks() {
+        let r = record(jdk, "RandomAccess", &args, |d| {
+            std::fs::write(d.join("in.txt"), "hello random\nsecond line\nthe end\n").unwrap();
+            std::fs::write(d.join("rw.txt"), "one\n").unwrap();
+        });
+        assert!(r.out.contains("rw [one|]"), "{}: {}", name(jdk), r.out);
+        let rw = r.dir.path().join("rw.txt");
+        assert_eq!(std::fs::read_to_string(&rw).unwrap(), "one\nappended\n");
+        // The same file as recorded: faithful, and written again.
+        std::fs::write(&rw, "one\n").unwrap();
+        assert_replays(jdk, &r, &[], "RandomAccess", &args);
+        assert_eq!(std::fs::read_to_string(&rw).unwrap(), "one\nappended\n");
+        // Edited (same length): the read is a divergence.
+        std::fs::write(&rw, "two\n").unwrap();
+        assert_diverges(
+            jdk,
+            &r,
+            "RandomAccess",
+            &args,
+            "java.io.RandomAccessFile.readBytes",
+        );
+    }
+}
+
+#[test]
 fn file_metadata_and_listings_replay_after_the_directory_changed() {
     let args = ["data", "gone.txt"];
     for jdk in jdks() {
