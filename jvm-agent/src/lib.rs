@@ -78,6 +78,8 @@ const KINDS: [&str; 7] = [
 ];
 /// The kind of a pool worker's take (src/pools.rs).
 const K_POOL_TAKE: usize = 4;
+/// The kind of a sleep.
+const K_SLEEP: usize = 3;
 /// Kinds from here on are one event per call with the call's argument as input digest.
 const K_ADJUST: usize = 2;
 const JNI_ERR: jint = -1;
@@ -1118,6 +1120,10 @@ pub extern "system" fn Java_java_lang_ReplayHooks_replay0<'l>(
             return live;
         };
         let digest = (k >= K_ADJUST).then(|| adjust_digest(arg));
+        if k == K_SLEEP {
+            // A sleep past the thread's recording: it slept when the recorded program ended.
+            a.core.replay_wait_if_ended();
+        }
         let env = RefCell::new(env);
         let stack = || java_stack(a, &mut env.borrow_mut());
         match apply(a.core.replay(a.kinds[k], 0, digest, &stack)) {
@@ -1182,6 +1188,11 @@ pub extern "system" fn Java_java_lang_ReplayHooks_run0<'l>(
             if r.is_live() {
                 return live;
             }
+        }
+        if k == K_SLEEP {
+            // A sleep past the thread's recording: it slept when the recorded program ended
+            // (a daemon's periodic sleep), so it waits for the program's end here too.
+            a.core.replay_wait_if_ended();
         }
         let mut run = RUN.with(|x| std::mem::take(&mut *x.borrow_mut()));
         run.clear();
