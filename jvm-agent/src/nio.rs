@@ -278,6 +278,28 @@ pub unsafe extern "system" fn close0(raw: *mut RawJniEnv, cls: jclass, fd: jint)
     unsafe { orig::<CloseFn>(NIO_CLOSE)(raw, cls, fd) }
 }
 
+pub type ForceFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jobject, jboolean) -> jint;
+
+/// `FileChannel.force` (fsync, fdatasync). A replayed open's descriptor is `/dev/null`, whose
+/// fsync fails (EINVAL): Lucene's index commit then retried and slept where the recording
+/// did not. The file was synced in the recording; in replay there is nothing to sync.
+pub unsafe extern "system" fn force0(
+    raw: *mut RawJniEnv,
+    cls: jclass,
+    fd: jobject,
+    meta: jboolean,
+) -> jint {
+    let replayed = guarded("FileDispatcher.force0", false, || {
+        OPEN.load(Ordering::Acquire) != 0
+            && crate::agent().is_some_and(|a| matches!(a.core.session, Session::Replay(_)))
+            && stream_of_descriptor(raw, fd).is_some()
+    });
+    if replayed {
+        return 0;
+    }
+    unsafe { orig::<ForceFn>(crate::fileio::NIO_FORCE)(raw, cls, fd, meta) }
+}
+
 pub unsafe extern "system" fn fd_close0(raw: *mut RawJniEnv, this: jobject) {
     guarded("FileDescriptor.close0", (), || {
         if OPEN.load(Ordering::Acquire) != 0 || crate::children::has_pipes() {
