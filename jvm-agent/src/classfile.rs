@@ -198,10 +198,22 @@ pub const SITES: &[Site] = &[
     // HttpClient's SequentialScheduler: every operation on its `state` (its only atomic),
     // in the class and in its completer; which thread runs the task is the race they decide
     // (src/selector.rs). JDK 17 and 25.
-    atomic(SCHEDULER, "get", "()I", "atomGet", "(Ljava/util/concurrent/atomic/AtomicInteger;)I"),
+    atomic(
+        SCHEDULER,
+        "get",
+        "()I",
+        "atomGet",
+        "(Ljava/util/concurrent/atomic/AtomicInteger;)I",
+    ),
     atomic(SCHEDULER, "compareAndSet", "(II)Z", "atomCas", ATOMIC_CAS),
     atomic(SCHEDULER, "set", "(I)V", "atomSet", ATOMIC_SET),
-    atomic(COMPLETER, "get", "()I", "atomGet", "(Ljava/util/concurrent/atomic/AtomicInteger;)I"),
+    atomic(
+        COMPLETER,
+        "get",
+        "()I",
+        "atomGet",
+        "(Ljava/util/concurrent/atomic/AtomicInteger;)I",
+    ),
     atomic(COMPLETER, "compareAndSet", "(II)Z", "atomCas", ATOMIC_CAS),
     atomic(COMPLETER, "set", "(I)V", "atomSet", ATOMIC_SET),
 ];

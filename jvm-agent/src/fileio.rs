@@ -1029,14 +1029,12 @@ fn nio_read(
         let digest = stream_digest(stream, arg);
         if stream == VERIFIED {
             let n = call();
-            let bytes = (!c.env.exception_check().unwrap_or(true)
-                && n > 0
-                && n <= len
-                && address != 0)
-                .then(|| {
-                    // SAFETY: the read just put n bytes at `address`, a buffer of len bytes.
-                    unsafe { std::slice::from_raw_parts(address as *const u8, n as usize) }
-                });
+            let bytes =
+                (!c.env.exception_check().unwrap_or(true) && n > 0 && n <= len && address != 0)
+                    .then(|| {
+                        // SAFETY: the read just put n bytes at `address`, a buffer of len bytes.
+                        unsafe { std::slice::from_raw_parts(address as *const u8, n as usize) }
+                    });
             verified(&mut c, i, arg, n as i64, bytes.unwrap_or_default());
             return Some(n);
         }
