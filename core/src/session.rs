@@ -1299,7 +1299,7 @@ impl Core {
         };
         if !unchecked.is_empty() && !r.is_live() {
             eprintln!(
-                "replay: note: no divergence, but replay could not check everything: ran live ({}), what it did and printed is not compared",
+                "replay: note: no divergence, but replay could not check everything: ran live ({}); what those did is not compared with the recording",
                 unchecked.join(", ")
             );
         }
