@@ -933,6 +933,27 @@ function install() {
     disable('installing the worker thread hooks', e);
     return;
   }
+  // Native addons the program loads (@swc/core, sharp, sqlite3 ...) read and write files in
+  // native code, out of every hook's sight: replay counts them, and a replay that found no
+  // divergence says they ran unchecked instead of passing for faithful.
+  if (ev.mode === 'replay') {
+    const realDlopen = process.dlopen;
+    const ours = path.resolve(__dirname);
+    process.dlopen = function dlopen(module, filename, ...rest) {
+      try {
+        if (ev.on && !path.resolve(String(filename)).startsWith(ours + path.sep)) {
+          native.ranLive('native addon');
+        }
+      } catch (_) {
+        // Counting is best effort; loading goes on.
+      }
+      return realDlopen.call(this, module, filename, ...rest);
+    };
+    ev.onDisable(() => {
+      if (process.dlopen === realDlopen) return;
+      process.dlopen = realDlopen;
+    });
+  }
   // The program's stdout/stderr writes (before the ES module exports are synced: fs.writeSync
   // is hooked there too), and child processes (lib/child.js: replayed from this side, or run
   // live by rule and counted).

@@ -749,7 +749,17 @@ function install(ev) {
         return true;
       case 'c':
         c.closed = true;
-        if (!sock.destroyed) sock.destroy();
+        if (sock.destroyed) return false;
+        // Its bytes not all read yet (the program pauses it, say while a file stream it pipes
+        // into drains): a real socket closes only after its 'end', once they are read, and a
+        // destroy now would drop them (a download piped to a file came out truncated).
+        if (sock.readableLength > 0 && !sock.readableEnded) {
+          sock.once('end', () => {
+            if (!sock.destroyed) sock.destroy();
+          });
+          return false;
+        }
+        sock.destroy();
         return false;
       default:
         // 'n': the connection moved on to another request; 'o': it was still open when the
