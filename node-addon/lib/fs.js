@@ -15,6 +15,7 @@
 // themselves, and the async ones (fs.realpath's lstat, a ReadStream's reads) call them from
 // callbacks, after any flag set around their entry point is gone.
 const fs = require('fs');
+const path = require('path');
 const { Readable } = require('stream');
 const { ReadableStream } = require('stream/web');
 const EventEmitter = require('events');
@@ -1550,6 +1551,42 @@ function install(ev) {
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) obj[prop] = hooks[name];
   ev.onDisable(() => {
     for (const [name, [obj, prop]] of Object.entries(SLOTS)) obj[prop] = real[name];
+  });
+  hookJsonRequire(ev);
+}
+
+// `require('./config.json')`: the CommonJS loader reads the file with fs.readFileSync, a call
+// of Node's own code and so live, like source files. A JSON file of the program's own is its
+// data, not its code: read here, by the program's call, it is an event (a replay with the
+// file edited read the new value and went on with exit 0). A package's metadata
+// (`package.json`) and files of installed packages (under `node_modules`) go with the code
+// and stay live, as module loading does. What the loader does with the text is Node's.
+function hookJsonRequire(ev) {
+  let Module;
+  try {
+    Module = require('module');
+  } catch (_) {
+    return;
+  }
+  const exts = Module._extensions;
+  const real = exts && exts['.json'];
+  if (typeof real !== 'function') return;
+  const json = function (module, filename) {
+    const name = String(filename);
+    if (!ev.on || ev.busy || path.basename(name) === 'package.json' || name.split(path.sep).includes('node_modules')) {
+      return real.call(this, module, filename);
+    }
+    const content = fs.readFileSync(filename, 'utf8');
+    try {
+      module.exports = JSON.parse(content.charCodeAt(0) === 0xfeff ? content.slice(1) : content);
+    } catch (err) {
+      err.message = filename + ': ' + err.message;
+      throw err;
+    }
+  };
+  exts['.json'] = json;
+  ev.onDisable(() => {
+    if (exts['.json'] === json) exts['.json'] = real;
   });
 }
 

@@ -348,3 +348,30 @@ console.log(require('./mod.js').v, path.basename(fs.realpathSync(path.join(__dir
   assert.strictEqual(rep.stderr, '');
   assert.strictEqual(rep.stdout, 'two one.js\n');
 });
+
+test('a required JSON file is the program data: it replays after it was edited', () => {
+  // The CommonJS loader reads it (Node's own call, live like source files); a JSON file is
+  // data, so its read is an event: the edited value must not reach the replay.
+  const dir = tmpdir('replay-require-json');
+  const d = path.join(dir, 'data');
+  fs.mkdirSync(d);
+  fs.writeFileSync(path.join(d, 'cfg.json'), '{"greeting":"hello","n":1}');
+  const app = script(dir, 'app.js', `
+const path = require('path');
+const cfg = require(path.join(process.argv[2], 'cfg.json'));
+console.log('greeting', cfg.greeting, cfg.n);
+try {
+  require(path.join(process.argv[2], 'bad.json'));
+} catch (e) {
+  console.log('bad', e.name, e.message.includes('bad.json'));
+}
+`);
+  fs.writeFileSync(path.join(d, 'bad.json'), '{oops');
+  const out = recordChangeReplayIn({ d, app, log: path.join(dir, 'app.replay') }, (s) => {
+    assert.strictEqual(s, 'greeting hello 1\nbad SyntaxError true\n');
+  }, (dd) => {
+    fs.writeFileSync(path.join(dd, 'cfg.json'), '{"greeting":"CHANGED","n":2}');
+    fs.writeFileSync(path.join(dd, 'bad.json'), '{"now":"fine"}');
+  });
+  assert.match(out, /greeting hello 1/);
+});
