@@ -235,6 +235,40 @@ fn node_parent_and_child_replay_from_their_own_logs() {
     assert!(String::from_utf8_lossy(&live.stdout).contains("child read two "));
 }
 
+/// A Node child recorded under its own log runs again in replay: the program sees the pid it
+/// had in the recording (c8 passes it to a watchdog process as an argument), and
+/// `process.kill` of that pid reaches the child running now.
+const NODE_CHILD_PID: &str = r#"
+const { spawn } = require('child_process');
+const c = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 200)']);
+console.log('child pid', c.pid);
+console.log('signal 0 reaches it', process.kill(c.pid, 0));
+c.on('exit', (code) => console.log('child exit', code));
+"#;
+
+#[test]
+fn a_node_childs_pid_is_the_recorded_one_in_replay() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "app.js", NODE_CHILD_PID);
+    let rec = dir.join("rec");
+    let r = run(dir, &["record", "-o", p(&rec), "--", "node", "app.js"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains(
+            "signal 0 reaches it true
+child exit 0"
+        ),
+        "{}",
+        r.stdout
+    );
+    for _ in 0..2 {
+        let again = run(dir, &["replay", p(&rec), "--", "node", "app.js"]);
+        assert_eq!(again.code, 0, "{}", again.stderr);
+        assert_eq!(again.stdout, r.stdout, "{}", again.stderr);
+    }
+}
+
 /// A parent that forks a child with its output piped and never shown, and ignores how the
 /// child ended: the child prints its pid, an input no hook covers, so its replay diverges.
 const NODE_HIDDEN_CHILD: &str = r#"

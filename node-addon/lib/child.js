@@ -169,6 +169,22 @@ function install(ev, native) {
   const kStdin = ev.kind('node.child.stdin');
   const kKill = ev.kind('node.child.kill');
   const open = new Set(); // recorded children whose key has not ended
+  // Replay: the recorded pid of each live child running now, to its real pid.
+  const childPids = new Map();
+  if (replaying) {
+    const realKill = process.kill;
+    const kill = {
+      kill(pid, signal) {
+        const live = typeof pid === 'number' ? childPids.get(pid) : undefined;
+        return realKill.call(this, live === undefined ? pid : live, signal);
+      },
+    }.kill;
+    Object.defineProperty(kill, 'length', { value: realKill.length });
+    process.kill = kill;
+    ev.onDisable(() => {
+      if (process.kill === kill) process.kill = realKill;
+    });
+  }
 
   // `own`: a child the process tree replays from its own log (checked there), not one whose
   // doings nothing checks.
@@ -436,15 +452,34 @@ function install(ev, native) {
       return realSpawn.call(this, options);
     }
     if (how === 'live') {
-      // Checked in replay all the same: another command is a divergence.
+      // Checked in replay all the same: another command is a divergence. Its pid is
+      // recorded: in replay the child (running again, under its own log when it is a
+      // recorded process) shows the recorded pid, which the program may pass on (c8's
+      // watchdog gets it as an argument) or print; process.kill maps it back.
       const input = describe('live', options.file, options.args);
       if (replaying) {
-        ev.replay(kSpawn, input);
+        const rec = ev.replay(kSpawn, input);
         ranLive(own);
-      } else {
-        ev.record(kSpawn, input, null);
+        const r = realSpawn.call(this, options);
+        if (rec !== null && typeof rec === 'object' && typeof rec.p === 'number' && typeof this.pid === 'number') {
+          const live = this.pid;
+          childPids.set(rec.p, live);
+          this.pid = rec.p;
+          this.once('exit', () => {
+            if (childPids.get(rec.p) === live) childPids.delete(rec.p);
+          });
+        }
+        return r;
       }
-      return realSpawn.call(this, options);
+      let r;
+      try {
+        r = realSpawn.call(this, options);
+      } catch (e) {
+        ev.record(kSpawn, input, null);
+        throw e;
+      }
+      ev.record(kSpawn, input, typeof this.pid === 'number' ? { p: this.pid } : null);
+      return r;
     }
     if (!replaying) {
       try {
