@@ -567,6 +567,7 @@ function install(ev) {
       closed: false,
       fake: replaying,
       accepted: false, // a connection a server of the program accepted
+      out: '', // an accepted connection's written bytes not checked yet (served)
       held: false,
     };
   }
@@ -659,7 +660,7 @@ function install(ev) {
     }
     if (c.kind < 0) c.kind = writeKind(c.req);
     if (red === null) red = text !== null ? redact.text(text) : redact(b).toString('latin1');
-    if (c.accepted) red = undated(red);
+    if (c.accepted) return served(c, undated(red));
     // Replay with another key than recorded: a write holding a placeholder cannot be
     // checked (its recorded digest covers the recorded tag), the others still are.
     const marked = red.includes('[redacted hmac:');
@@ -675,6 +676,59 @@ function install(ev) {
     }
     return true;
   }
+
+  // What a server writes on an accepted connection is checked as a byte stream, in pieces of
+  // SERVED_PIECE bytes and the rest at the connection's next incoming event or the program's
+  // exit; not write by write. How a response is cut into writes depends on the real socket:
+  // under backpressure Node gathers a file streamed into it (createReadStream piped into the
+  // response) into other writes, and a replayed socket has none, so per-write checks
+  // diverged on every big streamed response.
+  const SERVED_PIECE = 64 * 1024;
+  function served(c, red) {
+    c.out += red;
+    while (c.out.length >= SERVED_PIECE) {
+      const piece = c.out.slice(0, SERVED_PIECE);
+      c.out = c.out.slice(SERVED_PIECE);
+      if (!checkServed(c, piece)) return false;
+    }
+    return true;
+  }
+
+  // The rest of what the server wrote (before the connection's next incoming event).
+  function flushServed(c) {
+    if (c.out === '') return true;
+    const rest = c.out;
+    c.out = '';
+    return checkServed(c, rest);
+  }
+
+  function checkServed(c, piece) {
+    const marked = piece.includes('[redacted hmac:');
+    if (marked) redact.announce();
+    const input = marked && redact.unchecked ? null : `${c.key} ${piece}`;
+    if (!replaying) {
+      ev.record(c.kind, input, null);
+      return true;
+    }
+    if (ev.replay(c.kind, input) === ev.LIVE) {
+      goneLive(c);
+      return false;
+    }
+    return true;
+  }
+
+  // At exit, what servers wrote last (on a connection still open).
+  const servedOpen = new Set();
+  process.on('exit', () => {
+    if (!ev.on) return;
+    for (const c of servedOpen) {
+      try {
+        flushServed(c);
+      } catch (e) {
+        ev.fail('checking what a server wrote', e);
+      }
+    }
+  });
 
   // ---- record ----
 
@@ -726,6 +780,10 @@ function install(ev) {
   // One recorded event; false when its stream ends there.
   function deliver(c, v) {
     const sock = c.sock;
+    if (c.accepted && (v.t === 'd' || v.t === 'e' || v.t === 'c' || v.t === 'x')) {
+      if (!flushServed(c)) return false;
+      if (v.t === 'c' || v.t === 'x') servedOpen.delete(c);
+    }
     switch (v.t) {
       case 'k':
         sock.connecting = false;
@@ -886,6 +944,7 @@ function install(ev) {
     c.key = c.cur = ev.opKey(c.ep);
     c.req = c.ep;
     c.accepted = true;
+    servedOpen.add(c);
     const peer = sock._getpeername();
     const local = sock._getsockname();
     ev.done(st.key, {
@@ -914,6 +973,7 @@ function install(ev) {
         c.ep = c.req = `accept ${st.port}`;
         c.key = c.cur = v.k;
         c.accepted = true;
+        servedOpen.add(c);
         sock[CONN] = c;
         const peer = { address: v.r[0], port: v.r[1], family: v.r[2] };
         const local = { address: v.l[0], port: v.l[1], family: v.l[2] };
@@ -989,6 +1049,10 @@ function install(ev) {
         } else if (name === 'close' && !c.closed) {
           c.closed = true;
           open.delete(c);
+          if (c.accepted) {
+            flushServed(c);
+            servedOpen.delete(c);
+          }
           noteTag(c, 'c');
           if (c.held) noteConn(c, null, true);
         }
@@ -1003,6 +1067,9 @@ function install(ev) {
     const c = this[CONN];
     if (c !== undefined && !c.fake && ev.on && !c.closed) {
       try {
+        if (c.accepted) {
+          flushServed(c);
+        }
         if (chunk === null) noteTag(c, 'e');
         else noteTag(c, 'd', redact(bytesOf(chunk, encoding)));
       } catch (e) {
