@@ -242,6 +242,9 @@ function create(native, host) {
     },
     cancel() {},
     weak() {},
+    deliverWatched() {
+      return false;
+    },
   };
 
   if (host.mode === 'record') {
@@ -482,6 +485,28 @@ function create(native, host) {
   };
   ev.watch = (key, cb) => {
     if (ev.on) watchers.set(key, cb);
+  };
+  // The next recorded completion, delivered now if a watcher waits for it and pred(key) holds:
+  // for a program past its recorded end whose recording ended by a signal that struck
+  // in the middle of its code (lib/output.js). True when delivered.
+  ev.deliverWatched = (pred) => {
+    if (!ev.on) return false;
+    if (head === null) {
+      if (!native.evHasMore(doneKind)) return false;
+      const v = ev.replay(doneKind, null);
+      if (v === LIVE) {
+        goLive();
+        return false;
+      }
+      head = v;
+    }
+    const w = watchers.get(head.k);
+    if (w === undefined || !pred(head.k)) return false;
+    watchers.delete(head.k);
+    const value = head.v;
+    head = null;
+    w(value);
+    return true;
   };
   ev.cancel = (key) => {
     if (!waiters.delete(key)) return;

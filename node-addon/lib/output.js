@@ -82,6 +82,13 @@ function install(ev, native, host) {
       i += m;
     }
     if (i === n) return true;
+    // Nothing of this write was recorded, and the recording ended by a signal's default
+    // action that is the next recorded completion: the signal struck in the middle of the
+    // program's code, after its last recorded call and before this write. It ends the
+    // process here (lib/signals.js), as it did in the recording.
+    if (i === 0 && t.buf === null && ev.deliverWatched((k) => k.startsWith('signal ') && k.endsWith('(default action)'))) {
+      return false;
+    }
     // A difference, or no recorded bytes left: the core compares the write again from where
     // it started, reports the first difference with this write's stack, and decides.
     t.off = true;

@@ -150,10 +150,13 @@ for (const [signal, status] of [['SIGTERM', 143], ['SIGINT', 130]]) {
           // program's loop reaches it and the process ends by it, as recorded.
           assert.strictEqual(rep.signal, signal, `run ${run}: ${rep.stderr}`);
           assert.strictEqual(rep.stderr, '');
+        } else if (rep.signal === signal) {
+          // The signal struck between the log's last read and the write it fed: at that
+          // write, nothing of which was recorded, replay ends the process by the signal.
+          assert.strictEqual(rep.stderr, '');
         } else {
           // A loop that never yields never reaches a completion: past the log's last read
-          // (the program's next call), or, when the signal came between a read and the
-          // write it fed, at that write.
+          // (the program's next call), a report.
           assert.match(rep.stderr, /ran out|ends at|recorded stdout ends here/, rep.stderr);
           assert.notStrictEqual(rep.code, 0, rep.stderr);
         }
@@ -174,4 +177,36 @@ test('a program with its own SIGTERM handler keeps it, and its exit completes th
   const nows = recordedNows(log);
   const bye = Number(/^bye (\d+)$/m.exec(r.stdout)[1]);
   assert.strictEqual(nows[nows.length - 1], bye);
+});
+
+test('a signal that struck between the reads and the write they fed ends the replay there, by the signal', { skip: !cli() && 'no replay CLI built' }, async () => {
+  // Each step reads the clock and a random number, computes for a while, then writes: a
+  // SIGTERM with no handler mostly strikes in the middle, after the step's last recorded
+  // read. Replay meets the write, which the recording never made, with the signal as the
+  // next recorded completion: it ends there by the signal, as the recording did (before,
+  // half of such replays reported the write as past the recorded stdout).
+  const d = tmpdir('signal-mid');
+  const app = script(d, 'busy.js', `
+const fs = require('fs');
+function step() {
+  const t = Date.now();
+  const r = Math.random().toFixed(6);
+  let s = 0;
+  for (let k = 0; k < 3e6; k++) s += k;
+  fs.writeSync(1, t + ' ' + r + ' ' + s + '\\n');
+  return 1;
+}
+const again = () => setTimeout(again, step());
+again();
+`);
+  for (let run = 0; run < 3; run++) {
+    const log = path.join(d, `mid-${run}.replay`);
+    const r = await recordAndSignal(log, app, 'async', 'SIGTERM', 200 + 100 * run);
+    assert.strictEqual(r.signal, 'SIGTERM', r.stderr);
+    const recorded = recordedStdout(log);
+    const rep = runNode('replay', log, app, { args: ['async'], timeout: 20000 });
+    assert.strictEqual(rep.stderr, '', `run ${run}`);
+    assert.strictEqual(rep.signal, 'SIGTERM', `run ${run}`);
+    assert.strictEqual(rep.stdout, recorded, `run ${run}`);
+  }
 });
