@@ -28,32 +28,50 @@ const NAMES = [
   'machine',
 ];
 
+// The same for what `process` says about this moment of this process: programs print how
+// long they ran and how much memory they used (a replay printed other numbers and diverged
+// on them). The arguments (cpuUsage's previous value) are the call's input.
+const PROCESS_NAMES = ['uptime', 'memoryUsage', 'cpuUsage', 'resourceUsage'];
+
 function install(ev) {
   const replaying = ev.mode === 'replay';
-  const real = {};
-  for (const name of NAMES) {
-    const fn = os[name];
-    if (typeof fn !== 'function') continue;
-    real[name] = fn;
-    const kind = ev.kind(`node.os.${name}`);
+  const restore = [];
+  const hookOn = (obj, name, kindName, withInput) => {
+    const fn = obj[name];
+    if (typeof fn !== 'function') return null;
+    const kind = ev.kind(kindName);
     const hook = {
       [name](...args) {
         if (!ev.on || ev.busy) return Reflect.apply(fn, this, args);
         const v = ev.live(() => Reflect.apply(fn, this, args));
+        const input = withInput && args.length > 0 ? JSON.stringify(args) : null;
         if (!replaying) {
-          ev.record(kind, null, v);
+          ev.record(kind, input, v);
           return v;
         }
-        const r = ev.replay(kind, null);
+        const r = ev.replay(kind, input);
         return r === ev.LIVE ? v : r;
       },
     }[name];
     Object.defineProperty(hook, 'length', { value: fn.length, configurable: true });
-    os[name] = hook;
+    for (const key of Object.keys(fn)) hook[key] = fn[key];
+    obj[name] = hook;
+    restore.push(() => {
+      if (obj[name] === hook) obj[name] = fn;
+    });
+    return hook;
+  };
+  for (const name of NAMES) hookOn(os, name, `node.os.${name}`, false);
+  for (const name of PROCESS_NAMES) {
+    const hook = hookOn(process, name, `node.process.${name}`, true);
+    // process.memoryUsage.rss(): a function of its own.
+    if (hook !== null && name === 'memoryUsage' && typeof hook.rss === 'function') {
+      hookOn(hook, 'rss', 'node.process.memoryUsage.rss', false);
+    }
   }
   ev.onDisable(() => {
-    for (const [name, fn] of Object.entries(real)) os[name] = fn;
+    for (const r of restore) r();
   });
 }
 
-module.exports = { install, NAMES };
+module.exports = { install, NAMES, PROCESS_NAMES };

@@ -169,3 +169,27 @@ test('what os says about the machine (cpus, host name, memory, uptime) is the re
   const live = runNode(null, null, app);
   assert.notStrictEqual(live.stdout, rec.stdout);
 });
+
+test('what process says about its run (uptime, memory, CPU time, resources) is the recorded run\'s', () => {
+  const dir = tmpdir('replay-process-facts');
+  const app = script(
+    dir,
+    'facts.js',
+    `const t0 = process.cpuUsage();
+     let s = 0;
+     for (let i = 0; i < 1e6; i++) s += i;
+     console.log(JSON.stringify([process.uptime(), process.memoryUsage().rss, process.memoryUsage.rss(),
+       process.cpuUsage(t0), process.resourceUsage().maxRSS, s]));`,
+  );
+  const log = path.join(dir, 'facts.replay');
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  for (let i = 0; i < 2; i++) {
+    const rep = runNode('replay', log, app);
+    assert.strictEqual(rep.code, 0, rep.stderr);
+    assert.strictEqual(rep.stdout, rec.stdout);
+  }
+  // Live, the uptime (at least) differs from run to run: the replay was not a coincidence.
+  const live = runNode(null, null, app);
+  assert.notStrictEqual(live.stdout, rec.stdout);
+});
