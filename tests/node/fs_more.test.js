@@ -9,7 +9,7 @@ const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('fs');
 const path = require('path');
-const { tmpdir, runNode, script, recordChangeReplay: recordChangeReplayIn } = require('./harness.js');
+const { tmpdir, runNode, runNodeAsync, script, recordChangeReplay: recordChangeReplayIn } = require('./harness.js');
 
 // data/: a small text file and one of 70000 bytes (several 16 KiB and 64 KiB chunks).
 function world(dir) {
@@ -190,4 +190,38 @@ fs.promises.open(d + '/big.bin').then(async (fh) => {
   assert.strictEqual(size.code, 86, size.stderr);
   assert.match(size.stderr, /FileHandle\.readableWebStream .*bytes#1 0 1000/);
   assert.match(size.stderr, /bytes#1 0 500/);
+});
+
+test('fs.watch reports the recorded changes in replay, with nobody changing anything', async () => {
+  // A watcher's reports are completions; replay watches nothing real. Before, a replayed
+  // watcher waited for changes no one made any more (chokidar hung).
+  const dir = tmpdir('replay-watch');
+  fs.mkdirSync(path.join(dir, 'w'));
+  const app = script(dir, 'watch.js', `
+const fs = require('fs');
+let n = 0;
+const w = fs.watch('w', (event, file) => {
+  if (file !== 'f.txt' || n++ > 0) return;
+  console.log('saw', event, file);
+  w.close();
+});
+w.on('close', () => console.log('closed'));
+try {
+  fs.watch('missing');
+} catch (e) {
+  console.log('missing', e.code);
+}
+console.log('watching');
+`);
+  const log = path.join(dir, 'watch.replay');
+  const writer = setTimeout(() => fs.writeFileSync(path.join(dir, 'w', 'f.txt'), 'x'), 700);
+  const rec = await runNodeAsync('record', log, app, { timeout: 20000 });
+  clearTimeout(writer);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^missing ENOENT\nwatching\nsaw (rename|change) f\.txt\nclosed\n$/);
+  fs.rmSync(path.join(dir, 'w'), { recursive: true });
+  const rep = runNode('replay', log, app, { timeout: 20000 });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
 });
