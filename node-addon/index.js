@@ -225,26 +225,31 @@ function installWorker() {
 
 // Replay: process.pid is the recorded process's (`rec`, from the log's header). Programs put
 // their pid in names (write-file-atomic's temporary files, which npm, jest and ava write
-// through: a replay renamed another file than recorded) and in output. process.kill of that
-// pid still signals this process.
+// through: a replay renamed another file than recorded) and in output. process.kill of a
+// recorded pid signals the process that has it now: this one, or a child running again
+// (lib/child.js adds those to `ev.livePids`, recorded pid to live pid).
 function recordedPid(ev, rec) {
-  const live = process.pid;
-  if (typeof rec !== 'number' || rec <= 0 || rec === live) return;
-  const desc = Object.getOwnPropertyDescriptor(process, 'pid');
-  if (!desc || !desc.configurable) return;
-  Object.defineProperty(process, 'pid', { ...desc, value: rec });
+  const pids = new Map();
+  ev.livePids = pids;
   const realKill = process.kill;
   const kill = {
     kill(pid, signal) {
-      return realKill.call(this, pid === rec ? live : pid, signal);
+      const live = typeof pid === 'number' ? pids.get(pid) : undefined;
+      return realKill.call(this, live === undefined ? pid : live, signal);
     },
   }.kill;
   Object.defineProperty(kill, 'length', { value: realKill.length });
   process.kill = kill;
   ev.onDisable(() => {
     if (process.kill === kill) process.kill = realKill;
-    Object.defineProperty(process, 'pid', desc);
   });
+  const live = process.pid;
+  if (typeof rec !== 'number' || rec <= 0 || rec === live) return;
+  const desc = Object.getOwnPropertyDescriptor(process, 'pid');
+  if (!desc || !desc.configurable) return;
+  Object.defineProperty(process, 'pid', { ...desc, value: rec });
+  pids.set(rec, live);
+  ev.onDisable(() => Object.defineProperty(process, 'pid', desc));
 }
 
 function install() {

@@ -169,22 +169,9 @@ function install(ev, native) {
   const kStdin = ev.kind('node.child.stdin');
   const kKill = ev.kind('node.child.kill');
   const open = new Set(); // recorded children whose key has not ended
-  // Replay: the recorded pid of each live child running now, to its real pid.
-  const childPids = new Map();
-  if (replaying) {
-    const realKill = process.kill;
-    const kill = {
-      kill(pid, signal) {
-        const live = typeof pid === 'number' ? childPids.get(pid) : undefined;
-        return realKill.call(this, live === undefined ? pid : live, signal);
-      },
-    }.kill;
-    Object.defineProperty(kill, 'length', { value: realKill.length });
-    process.kill = kill;
-    ev.onDisable(() => {
-      if (process.kill === kill) process.kill = realKill;
-    });
-  }
+  // Replay: the recorded pid of each live child running now, to its real pid (index.js maps
+  // process.kill through it).
+  const childPids = ev.livePids || new Map();
 
   // `own`: a child the process tree replays from its own log (checked there), not one whose
   // doings nothing checks.

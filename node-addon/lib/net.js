@@ -661,11 +661,17 @@ function install(ev) {
     if (c.kind < 0) c.kind = writeKind(c.req);
     if (red === null) red = text !== null ? redact.text(text) : redact(b).toString('latin1');
     if (c.accepted) return served(c, undated(red));
-    // Replay with another key than recorded: a write holding a placeholder cannot be
-    // checked (its recorded digest covers the recorded tag), the others still are.
+    return checkWrite(c, c.cur, red);
+  }
+
+  // Records or checks written bytes `red` (redacted) of stream `key`; false when the
+  // connection went live. Replay with another key than recorded: a write holding a
+  // placeholder cannot be checked (its recorded digest covers the recorded tag), the others
+  // still are.
+  function checkWrite(c, key, red) {
     const marked = red.includes('[redacted hmac:');
     if (marked) redact.announce();
-    const input = marked && redact.unchecked ? null : `${c.cur} ${red}`;
+    const input = marked && redact.unchecked ? null : `${key} ${red}`;
     if (!replaying) {
       ev.record(c.kind, input, null);
       return true;
@@ -689,7 +695,7 @@ function install(ev) {
     while (c.out.length >= SERVED_PIECE) {
       const piece = c.out.slice(0, SERVED_PIECE);
       c.out = c.out.slice(SERVED_PIECE);
-      if (!checkServed(c, piece)) return false;
+      if (!checkWrite(c, c.key, piece)) return false;
     }
     return true;
   }
@@ -699,22 +705,7 @@ function install(ev) {
     if (c.out === '') return true;
     const rest = c.out;
     c.out = '';
-    return checkServed(c, rest);
-  }
-
-  function checkServed(c, piece) {
-    const marked = piece.includes('[redacted hmac:');
-    if (marked) redact.announce();
-    const input = marked && redact.unchecked ? null : `${c.key} ${piece}`;
-    if (!replaying) {
-      ev.record(c.kind, input, null);
-      return true;
-    }
-    if (ev.replay(c.kind, input) === ev.LIVE) {
-      goneLive(c);
-      return false;
-    }
-    return true;
+    return checkWrite(c, c.key, rest);
   }
 
   // At exit, what servers wrote last (on a connection still open).

@@ -235,7 +235,7 @@ public final class ReplayHooks {
             return;
         }
         // -1: replay runs live (gone live, or the agent stopped).
-        long r = b.length > 1 ? run0(K_SLEEP, -1L, t, b) : replay0(K_SLEEP, -1L, t);
+        long r = replayCall(K_SLEEP, -1L, t, b);
         if (r != 0) {
             sleepLive(t, nanos);
         }
@@ -458,7 +458,7 @@ public final class ReplayHooks {
                 loud(p);
             }
         }
-        long want = b.length > 1 ? run0(K_POOL_TAKE, -4L, how, b) : replay0(K_POOL_TAKE, -4L, how);
+        long want = replayCall(K_POOL_TAKE, -4L, how, b);
         if (want == -1L) {
             return null;
         }
@@ -570,7 +570,7 @@ public final class ReplayHooks {
         } finally {
             loud(p);
         }
-        long n = b.length > 1 ? run0(K_SELECTOR, -1L, which, b) : replay0(K_SELECTOR, -1L, which);
+        long n = replayCall(K_SELECTOR, -1L, which, b);
         if (n < 0L) {
             return l.iterator();
         }
@@ -657,32 +657,17 @@ public final class ReplayHooks {
             }
         }
         for (int i = 0;; i++) {
-            boolean other = b.length > 1 && (int) b[0] < (int) b[1];
-            if (!other) {
-                synchronized (atomLock) {
-                    int t = turnOf0(K_ATOMIC);
-                    if (t == 1) {
-                        long r = atomDo(a, op, expect, v);
-                        if (b.length > 1) {
-                            run0(K_ATOMIC, r, op, b);
-                        } else {
-                            replay0(K_ATOMIC, r, op);
-                        }
-                        return r;
-                    }
-                    other = t < 0;
+            boolean pending = b.length > 1 && (int) b[0] < (int) b[1];
+            synchronized (atomLock) {
+                int t = pending ? -1 : turnOf0(K_ATOMIC);
+                if (t == 1) {
+                    long r = atomDo(a, op, expect, v);
+                    replayCall(K_ATOMIC, r, op, b);
+                    return r;
                 }
-            }
-            if (other) {
-                // Another kind of event is next, or replay stopped or went live: the replay
-                // call reports it or answers live.
-                long r = atomDo(a, op, expect, v);
-                if (b.length > 1) {
-                    run0(K_ATOMIC, r, op, b);
-                } else {
-                    replay0(K_ATOMIC, r, op);
+                if (t < 0) {
+                    break;
                 }
-                return r;
             }
             if (i < 64) {
                 Thread.onSpinWait();
@@ -690,6 +675,16 @@ public final class ReplayHooks {
                 java.util.concurrent.locks.LockSupport.parkNanos(20000L);
             }
         }
+        // Another kind of event is next, or replay stopped or went live: the replay call
+        // reports it or answers live (outside the lock: it may wait for its turn).
+        long r = atomDo(a, op, expect, v);
+        replayCall(K_ATOMIC, r, op, b);
+        return r;
+    }
+
+    /** Replays a hook call of `kind` through this thread's buffer {@code b} or, unbuffered, alone. */
+    private static long replayCall(int kind, long live, long arg, long[] b) {
+        return b.length > 1 ? run0(kind, live, arg, b) : replay0(kind, live, arg);
     }
 
     /** {thread, registrations, deregistrations, lock} if this is an HttpClient selector thread. */
