@@ -235,6 +235,40 @@ fn node_parent_and_child_replay_from_their_own_logs() {
     assert!(String::from_utf8_lossy(&live.stdout).contains("child read two "));
 }
 
+/// `node --test` (Node's own test runner): the runner process times each test file and the
+/// run with a clock it took before any preload, and prints `# duration_ms`. A test file reads
+/// `data.txt`; it is edited before replay.
+const NODE_TEST_FILE: &str = r#"
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('fs');
+test('reads the data', () => {
+  const s = fs.readFileSync(__dirname + '/data.txt', 'utf8');
+  assert.strictEqual(s, 'good');
+});
+test('waits', async () => { await new Promise((r) => setTimeout(r, 30)); });
+"#;
+
+#[test]
+fn node_test_runner_replays_with_its_durations() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "a.test.js", NODE_TEST_FILE);
+    write(dir, "data.txt", "good");
+    let cmd = ["node", "--test", "a.test.js"];
+    let (out, _) = record_change_replay(dir, "rec", "data.txt", "bad", &cmd);
+    assert!(out.contains("# pass 2"), "{out}");
+    assert!(out.contains("# duration_ms "), "{out}");
+    // Live, the edited file fails the test: the replay was not a coincidence.
+    let live = Command::new("node")
+        .current_dir(dir)
+        .args(&cmd[1..])
+        .env_remove("NODE_OPTIONS")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&live.stdout).contains("# fail 1"));
+}
+
 /// A Node child recorded under its own log runs again in replay: the program sees the pid it
 /// had in the recording (c8 passes it to a watchdog process as an argument), and
 /// `process.kill` of that pid reaches the child running now.
