@@ -216,6 +216,11 @@ function create(native, host) {
     fail(what, e) {
       host.disable(what, e);
     },
+    // Replay: one thing of kind `what` ran live by rule (src/lib.rs LIVE_KINDS names them);
+    // the end of the replay says how many of each.
+    ranLive(what) {
+      if (host.mode === 'replay') native.ranLive(what);
+    },
     // Runs every module's restore function (once): the addon is off from here on.
     restoreAll() {
       ev.on = false;

@@ -419,7 +419,7 @@ pub fn exit_status(code: i32) -> Res<()> {
 /// What the JS side counts as let run live by rule ([`ran_live`]); the core keeps static
 /// names. Whether replay sees nothing of what it does (its own output goes to the inherited
 /// stdout, its reads are not replayed): then a replay that did not diverge says so at its end.
-const LIVE_KINDS: [(&str, bool); 6] = [
+const LIVE_KINDS: [(&str, bool); 7] = [
     ("worker thread", true),
     ("child process", true),
     // Replayed from its own log by the process tree, which checks it (and the launcher says
@@ -430,6 +430,8 @@ const LIVE_KINDS: [(&str, bool); 6] = [
     ("timer", false),
     // A native addon of the program (index.js): what it reads in native code is not replayed.
     ("native addon", true),
+    // A TLS server of the program (lib/net.js): it serves the clients of the replay's time.
+    ("TLS server", true),
 ];
 
 /// Replay: one thing of kind `what` (one of [`LIVE_KINDS`]) ran live by rule; reports list

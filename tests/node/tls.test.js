@@ -303,3 +303,37 @@ test("tls.connect's own warnings are printed in replay as in the recorded run", 
   const pidless = (t) => t.replace(/\(node:\d+\)/g, '(node)');
   assert.strictEqual(pidless(rep.stderr), pidless(rec.stderr));
 });
+
+test('an https server of the program is said to run live; its own https client runs live with it', () => {
+  const dir = tmpdir('tls-server');
+  const files = certificate(dir);
+  const app = script(
+    dir,
+    'srv.js',
+    `const https = require('https');
+     const fs = require('fs');
+     const s = https.createServer({ key: fs.readFileSync('key.pem'), cert: fs.readFileSync('cert.pem') }, (req, res) => {
+       console.log('server got', req.method, req.url);
+       res.end('body ' + fs.readFileSync('data.txt', 'utf8'));
+       s.close();
+     });
+     s.listen(0, '127.0.0.1', () => {
+       https.get({ host: '127.0.0.1', port: s.address().port, path: '/x', rejectUnauthorized: false }, (r) => {
+         let b = '';
+         r.on('data', (d) => (b += d));
+         r.on('end', () => console.log('client got', r.statusCode, b));
+       });
+     });`,
+  );
+  fs.writeFileSync(`${dir}/data.txt`, 'one');
+  const log = `${dir}/srv.replay`;
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'server got GET /x\nclient got 200 body one\n');
+  fs.writeFileSync(`${dir}/data.txt`, 'two');
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  // The file read is replayed; the TLS server and its client ran for real, which is said.
+  assert.strictEqual(rep.stdout, rec.stdout);
+  assert.match(rep.stderr, /ran live \(1 TLS server\)/);
+});
