@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const SOURCE: &str = "java/java/lang/ReplayHooks.java";
+/// HttpClient's exchange hook, a patch of java.net.http (defined into that module's loader
+/// when HttpClientFacade loads).
+const HTTP_SOURCE: &str = "java-http/jdk/internal/net/http/ReplayHttp.java";
 
 fn javac() -> Result<PathBuf, String> {
     let exe = |dir: &Path| dir.join("bin").join("javac");
@@ -42,11 +45,14 @@ fn javac() -> Result<PathBuf, String> {
 
 fn main() {
     println!("cargo:rerun-if-changed={SOURCE}");
+    println!("cargo:rerun-if-changed={HTTP_SOURCE}");
     println!("cargo:rerun-if-env-changed=JAVA_HOME");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").expect("OUT_DIR"));
     let classes = out.join("classes");
     let _ = std::fs::remove_dir_all(&classes);
     std::fs::create_dir_all(&classes).expect("create OUT_DIR/classes");
+    let empty = out.join("no-module-sources");
+    std::fs::create_dir_all(&empty).expect("create OUT_DIR/no-module-sources");
     let javac = match javac() {
         Ok(j) => j,
         Err(e) => {
@@ -56,8 +62,16 @@ fn main() {
     };
     let status = Command::new(&javac)
         .args([
+            // Two patched modules need javac's multi-module mode: an empty module source
+            // path, one output directory per module.
+            "--module-source-path",
+        ])
+        .arg(&empty)
+        .args([
             "--patch-module",
             "java.base=java",
+            "--patch-module",
+            "java.net.http=java-http",
             "-source",
             "17",
             "-target",
@@ -70,6 +84,7 @@ fn main() {
         .arg("-d")
         .arg(&classes)
         .arg(SOURCE)
+        .arg(HTTP_SOURCE)
         .status();
     match status {
         Ok(s) if s.success() => {}
@@ -85,8 +100,8 @@ fn main() {
             std::process::exit(1);
         }
     }
-    let class = classes.join("java/lang/ReplayHooks.class");
-    let extra: Vec<_> = std::fs::read_dir(classes.join("java/lang"))
+    let class = classes.join("java.base/java/lang/ReplayHooks.class");
+    let extra: Vec<_> = std::fs::read_dir(classes.join("java.base/java/lang"))
         .map(|rd| {
             rd.filter_map(|e| e.ok())
                 .map(|e| e.file_name())
@@ -101,4 +116,18 @@ fn main() {
         std::process::exit(1);
     }
     println!("cargo:rustc-env=REPLAY_HOOKS_CLASS={}", class.display());
+    let http = classes.join("java.net.http/jdk/internal/net/http/ReplayHttp.class");
+    let extra: Vec<_> = std::fs::read_dir(classes.join("java.net.http/jdk/internal/net/http"))
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.file_name())
+                .filter(|n| n != "ReplayHttp.class")
+                .collect()
+        })
+        .unwrap_or_default();
+    if !extra.is_empty() || !http.is_file() {
+        println!("cargo:warning=the HttpClient hook must compile to one class; got {extra:?}");
+        std::process::exit(1);
+    }
+    println!("cargo:rustc-env=REPLAY_HTTP_CLASS={}", http.display());
 }

@@ -108,12 +108,15 @@ pub const SEED_KINDS: [&str; 5] = [
 /// through [`Core::side_appender`] and read back whole in replay by [`Core::side_events`]
 /// (a child process's output as the program read it, its exit status: replay needs them when
 /// the child starts, before the program reads them).
-pub const SIDE_KINDS: [&str; 3] = [
+pub const SIDE_KINDS: [&str; 4] = [
     "side.java.lang.Process.output",
     "side.java.lang.Process.exit",
     // A signal the JVM got (its handler thread started): replay raises it again once every
     // event before it was replayed.
     "side.java.lang.Signal",
+    // A chunk of an HttpClient response's body, or its end, as the program's subscriber got
+    // it (jvm-agent/src/http.rs): a streamed body arrives after the exchange's own event.
+    "side.java.net.http.body",
 ];
 
 /// What a front end tells [`Core::start`] about itself and the program.

@@ -174,6 +174,35 @@ pub const SITES: &[Site] = &[
         hook: "ecsPoll",
         hook_desc: QUEUE_TIMED,
     },
+    // HttpClient's facade: its calls of the client's send and sendAsync go to the exchange
+    // hook (src/http.rs; hook class jdk/internal/net/http/ReplayHttp). JDK 17 and 25.
+    Site {
+        class: FACADE,
+        owner: CLIENT_IMPL,
+        interface: false,
+        name: "send",
+        desc: "(Ljava/net/http/HttpRequest;Ljava/net/http/HttpResponse$BodyHandler;)Ljava/net/http/HttpResponse;",
+        hook: "send",
+        hook_desc: "(Ljdk/internal/net/http/HttpClientImpl;Ljava/net/http/HttpRequest;Ljava/net/http/HttpResponse$BodyHandler;)Ljava/net/http/HttpResponse;",
+    },
+    Site {
+        class: FACADE,
+        owner: CLIENT_IMPL,
+        interface: false,
+        name: "sendAsync",
+        desc: "(Ljava/net/http/HttpRequest;Ljava/net/http/HttpResponse$BodyHandler;)Ljava/util/concurrent/CompletableFuture;",
+        hook: "sendAsync",
+        hook_desc: "(Ljdk/internal/net/http/HttpClientImpl;Ljava/net/http/HttpRequest;Ljava/net/http/HttpResponse$BodyHandler;)Ljava/util/concurrent/CompletableFuture;",
+    },
+    Site {
+        class: FACADE,
+        owner: CLIENT_IMPL,
+        interface: false,
+        name: "sendAsync",
+        desc: "(Ljava/net/http/HttpRequest;Ljava/net/http/HttpResponse$BodyHandler;Ljava/net/http/HttpResponse$PushPromiseHandler;)Ljava/util/concurrent/CompletableFuture;",
+        hook: "sendAsync",
+        hook_desc: "(Ljdk/internal/net/http/HttpClientImpl;Ljava/net/http/HttpRequest;Ljava/net/http/HttpResponse$BodyHandler;Ljava/net/http/HttpResponse$PushPromiseHandler;)Ljava/util/concurrent/CompletableFuture;",
+    },
     // HttpClient's SelectorManager: `deregistrations`/`registrations` taken in its loop
     // (`for (... : list)` then `list.clear()`), and its other lists' iterations and clears,
     // which the hooks pass through (src/selector.rs). JDK 17 and 25.
@@ -219,6 +248,8 @@ pub const SITES: &[Site] = &[
 ];
 
 const SELECTOR: &str = "jdk/internal/net/http/HttpClientImpl$SelectorManager";
+const FACADE: &str = "jdk/internal/net/http/HttpClientFacade";
+const CLIENT_IMPL: &str = "jdk/internal/net/http/HttpClientImpl";
 const SCHEDULER: &str = "jdk/internal/net/http/common/SequentialScheduler";
 const COMPLETER: &str = "jdk/internal/net/http/common/SequentialScheduler$TryEndDeferredCompleter";
 const ATOMIC_CAS: &str = "(Ljava/util/concurrent/atomic/AtomicInteger;II)Z";

@@ -32,6 +32,7 @@ mod drain;
 mod entropy;
 mod fileio;
 mod fsmeta;
+mod http;
 mod jimage;
 mod jvmti;
 mod net;
@@ -811,8 +812,17 @@ unsafe extern "C" fn on_class_file_load(
                 }
             }
         }
+        // HttpClient's facade calls a hook class of its own module (src/http.rs), defined
+        // now; without it, the facade is left as it is.
+        let mut hook_class = HOOK_CLASS;
+        if !name.is_null() && CStr::from_ptr(name).to_bytes() == http::FACADE.as_bytes() {
+            if !http::define(_jni, _loader) {
+                return;
+            }
+            hook_class = http::HOOK;
+        }
         // A class we cannot parse is left as it is: the JVM will judge it.
-        let Ok(Some(out)) = classfile::rewrite(bytes, HOOK_CLASS) else {
+        let Ok(Some(out)) = classfile::rewrite(bytes, hook_class) else {
             return;
         };
         // Clock reads that only feed JVM statistics (`PerfCounter`) are left live.

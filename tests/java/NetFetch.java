@@ -114,10 +114,20 @@ public class NetFetch {
                         client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
                     }
                     HttpRequest r = HttpRequest.newBuilder(URI.create(p[1])).build();
-                    HttpResponse<String> res = p[0].equals("send")
-                        ? client.send(r, HttpResponse.BodyHandlers.ofString())
-                        : client.sendAsync(r, HttpResponse.BodyHandlers.ofString()).join();
-                    System.out.println(p[0] + " " + res.statusCode() + " [" + res.body() + "]");
+                    try {
+                        HttpResponse<String> res = p[0].equals("send")
+                            ? client.send(r, HttpResponse.BodyHandlers.ofString())
+                            : client.sendAsync(r, HttpResponse.BodyHandlers.ofString()).join();
+                        System.out.println(p[0] + " " + res.statusCode() + " [" + res.body() + "] "
+                            + res.headers().firstValue("content-length").orElse("-") + " " + res);
+                    } catch (java.io.IOException | java.util.concurrent.CompletionException e) {
+                        // The exception and its causes, as a program would print them.
+                        java.io.StringWriter w = new java.io.StringWriter();
+                        e.printStackTrace(new java.io.PrintWriter(w));
+                        System.out.println(p[0] + " failed: " + w.toString().lines()
+                            .filter(l -> !l.startsWith("\tat ") && !l.startsWith("\t..."))
+                            .collect(java.util.stream.Collectors.joining(" / ")));
+                    }
                 }
                 case "dns" -> {
                     try {

@@ -836,6 +836,70 @@ public final class ReplayHooks {
         return true;
     }
 
+    // ---- HttpClient exchanges (jdk.internal.net.http.ReplayHttp calls these) ----
+
+    /** 0: this thread's calls are not events (off, or a JDK service thread); 1 record; 2 replay. */
+    public static int httpMode() {
+        int m = mode;
+        if (m == 0) {
+            return 0;
+        }
+        return buffer() == null ? 0 : m;
+    }
+
+    /**
+     * Makes the calling thread's hooked calls live and unrecorded until {@link #liveEnd}
+     * (what HttpClient does inside an exchange recorded whole). Returns what to restore.
+     */
+    public static Object liveBegin() {
+        if (buffer() == null) {
+            return null;
+        }
+        Object[] p = buffers.get();
+        if (p == null) {
+            return null;
+        }
+        Object saved = p[1];
+        p[1] = skip;
+        return saved;
+    }
+
+    public static void liveEnd(Object saved) {
+        if (saved == null) {
+            return;
+        }
+        Object[] p = buffers.get();
+        if (p != null) {
+            p[1] = saved;
+        }
+    }
+
+    /**
+     * Record: records the exchange `payload` for the request line `input`; returns null.
+     * Replay: the recorded payload (the request line is checked), or null to run live.
+     */
+    public static byte[] httpEvent(String input, byte[] payload) {
+        return httpEvent0(input, payload);
+    }
+
+    /** Record: a body chunk of exchange `x`, or its end (`end`: "" complete, else the error). */
+    public static void httpSide(long x, byte[] chunk, String end) {
+        if (mode == 1) {
+            httpSide0(x, chunk, end);
+        }
+    }
+
+    /** Replay: exchange `x`'s body chunks (byte[]) and, if recorded, its end (a String). */
+    public static Object[] httpBody(long x) {
+        return httpBody0(x);
+    }
+
+    private static native byte[] httpEvent0(String input, byte[] payload);
+
+    private static native void httpSide0(long x, byte[] chunk, String end);
+
+    private static native Object[] httpBody0(long x);
+
     /** This thread's buffer (see {@link #skip} and event()), or null if its calls are not events. */
     private static long[] buffer() {
         Thread t = Thread.currentThread();
@@ -897,6 +961,11 @@ public final class ReplayHooks {
             return true; // the system group holds the JDK's own threads
         }
         String n = t.getName();
+        // HttpClient's selector thread and its default pool's workers: exchanges are recorded
+        // whole at the API (jdk.internal.net.http.ReplayHttp), and these never run in replay.
+        if (n.startsWith("HttpClient-") && (n.endsWith("-SelectorManager") || n.contains("-Worker-"))) {
+            return true;
+        }
         return n.equals("Reference Handler") || n.equals("Finalizer") || n.equals("Signal Dispatcher")
             || n.equals("Common-Cleaner") || n.equals("Attach Listener") || n.equals("Notification Thread");
     }
