@@ -42,7 +42,9 @@ static DEFINED: OnceLock<bool> = OnceLock::new();
 /// Record: the side records' logical thread.
 static SIDE: OnceLock<Option<Appender>> = OnceLock::new();
 /// Replay: each exchange's body chunks and end, read once.
-static SCAN: OnceLock<HashMap<u64, (Vec<Vec<u8>>, Option<String>)>> = OnceLock::new();
+static SCAN: OnceLock<Bodies> = OnceLock::new();
+/// Exchange number -> its body chunks and its end ("" complete, else the error), if recorded.
+type Bodies = HashMap<u64, (Vec<Vec<u8>>, Option<String>)>;
 static SCAN_FAILED: AtomicBool = AtomicBool::new(false);
 
 /// ClassFileLoadHook of [`FACADE`]: defines [`HOOK`] into the facade's loader. Whether the
@@ -81,9 +83,9 @@ fn side() -> Option<&'static Appender> {
         .as_ref()
 }
 
-fn scan() -> &'static HashMap<u64, (Vec<Vec<u8>>, Option<String>)> {
+fn scan() -> &'static Bodies {
     SCAN.get_or_init(|| {
-        let mut m: HashMap<u64, (Vec<Vec<u8>>, Option<String>)> = HashMap::new();
+        let mut m = Bodies::new();
         let Some(a) = agent() else { return m };
         let events = match a.core.side_events(&[BODY]) {
             Ok(e) => e,
