@@ -13,7 +13,10 @@
 // stat call itself takes; see README.md "Files" for the figures). No cheaper signal covers
 // them all: the internals that destructure fs at their lazy load (rimraf, cp) hold the hooks
 // themselves, and the async ones (fs.realpath's lstat, a ReadStream's reads) call them from
-// callbacks, after any flag set around their entry point is gone.
+// callbacks, after any flag set around their entry point is gone. Calls on a descriptor the
+// program opened through a hooked open (hookedFds) are events whoever makes them: a ReadStream
+// over such a descriptor (graceful-fs opens its streams' files itself, then Node's ReadStream
+// reads them; createReadStream({ fd })) read /dev/null in replay when its reads were live.
 const fs = require('fs');
 const path = require('path');
 const { Readable } = require('stream');
@@ -535,6 +538,9 @@ function install(ev) {
   // no replayed descriptor can alias another file the program opens. Its number may differ
   // from the recorded one.
   const hookedFds = new Map();
+  // Record: hooked descriptors a createReadStream of the program reads (its `fd` option). The
+  // stream is one event; Node's own reads and close of the descriptor under it are not.
+  const streamOwned = new Set();
   // FileHandles from the hooked fs.promises.open (record: Node's, replay: ours), to their path.
   const handleWhere = new WeakMap();
 
@@ -595,7 +601,8 @@ function install(ev) {
   hooks.close = like(function close(fd, callback) {
     const where = hookedFds.get(fd);
     hookedFds.delete(fd);
-    if (!ev.on || ev.busy || where === undefined || typeof callback !== 'function' || fromNode(close)) {
+    const owned = streamOwned.delete(fd);
+    if (!ev.on || ev.busy || where === undefined || typeof callback !== 'function' || (owned && fromNode(close))) {
       return real.close.apply(this, arguments);
     }
     const args = [...arguments];
@@ -614,7 +621,7 @@ function install(ev) {
   }, real.close);
 
   hooks.readSync = like(function readSync(fd, buffer, offsetOrOptions, length, position) {
-    if (!ev.on || ev.busy || !hookedFds.has(fd) || !ArrayBuffer.isView(buffer) || fromNode(readSync)) {
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || !ArrayBuffer.isView(buffer) || (streamOwned.has(fd) && fromNode(readSync))) {
       return real.readSync.apply(this, arguments);
     }
     let offset = offsetOrOptions;
@@ -801,6 +808,7 @@ function install(ev) {
       return replayStream(key, o, src.props, src.release);
     }
     const s = ev.live(() => real.createReadStream.apply(this, args));
+    if (typeof src.props.fd === 'number') streamOwned.add(src.props.fd);
     ev.record(K.createReadStream, input, null);
     return watchStream(s, key);
   }, real.createReadStream);
@@ -838,7 +846,9 @@ function install(ev) {
   }, real.statfsSync);
 
   hooks.fstatSync = like(function fstatSync(fd, options) {
-    if (!ev.on || ev.busy || !hookedFds.has(fd) || fromNode(fstatSync)) return real.fstatSync.apply(this, arguments);
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || (streamOwned.has(fd) && fromNode(fstatSync))) {
+      return real.fstatSync.apply(this, arguments);
+    }
     return syncCall(K.fstatSync, `fd ${hookedFds.get(fd)} ${statOpts(options)}`, this, arguments, real.fstatSync,
       encodeStats, decodeStats);
   }, real.fstatSync);
@@ -862,7 +872,8 @@ function install(ev) {
 
   hooks.fstat = like(function fstat(fd, options) {
     const args = [...arguments];
-    if (!ev.on || ev.busy || !hookedFds.has(fd) || typeof args[args.length - 1] !== 'function' || fromNode(fstat)) {
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || typeof args[args.length - 1] !== 'function' ||
+      (streamOwned.has(fd) && fromNode(fstat))) {
       return real.fstat.apply(this, args);
     }
     const o = args.length > 2 ? options : undefined;
@@ -966,7 +977,7 @@ function install(ev) {
   hooks.read = like(function read(fd) {
     const args = [...arguments];
     const a = ev.on && !ev.busy && hookedFds.has(fd) ? readArgs(args) : null;
-    if (a === null || fromNode(read)) return real.read.apply(this, args);
+    if (a === null || (streamOwned.has(fd) && fromNode(read))) return real.read.apply(this, args);
     const pos = a.position === undefined || a.position === null ? '-' : a.position;
     const input = `${hookedFds.get(fd)} ${a.offset} ${a.length === undefined ? '-' : a.length} ${pos}`;
     return callbackCall(K.read, 'read', input, this, args, real.read,
@@ -1301,7 +1312,7 @@ function install(ev) {
   // fs.readvSync / fs.readv on a hooked descriptor: the bytes read, put back into the
   // program's buffers in replay.
   hooks.readvSync = like(function readvSync(fd, buffers, position) {
-    if (!ev.on || ev.busy || !hookedFds.has(fd) || !viewList(buffers) || fromNode(readvSync)) {
+    if (!ev.on || ev.busy || !hookedFds.has(fd) || !viewList(buffers) || (streamOwned.has(fd) && fromNode(readvSync))) {
       return real.readvSync.apply(this, arguments);
     }
     const input = `${hookedFds.get(fd)} ${readvInput(buffers, position)}`;
@@ -1316,7 +1327,7 @@ function install(ev) {
   hooks.readv = like(function readv(fd, buffers, position) {
     const args = [...arguments];
     if (!ev.on || ev.busy || !hookedFds.has(fd) || !viewList(buffers) || typeof args[args.length - 1] !== 'function' ||
-      fromNode(readv)) {
+      (streamOwned.has(fd) && fromNode(readv))) {
       return real.readv.apply(this, args);
     }
     const input = `${hookedFds.get(fd)} ${readvInput(buffers, args.length > 3 ? position : null)}`;

@@ -375,3 +375,51 @@ try {
   });
   assert.match(out, /greeting hello 1/);
 });
+
+test('a ReadStream over a descriptor the program opened replays its bytes (graceful-fs streams so)', () => {
+  // graceful-fs opens a stream's file with fs.open and lets Node's ReadStream read the
+  // descriptor; createReadStream({ fd }) does the same. Node's own reads of such a descriptor
+  // are events: live, they read /dev/null in replay and the copy came out empty.
+  const dir = tmpdir('replay-fd-stream');
+  const d = path.join(dir, 'data');
+  fs.mkdirSync(d);
+  fs.writeFileSync(path.join(d, 'in.txt'), 'first\n'.repeat(3000));
+  const app = script(dir, 'app.js', `
+const fs = require('fs');
+const path = require('path');
+const d = process.argv[2];
+function GracefulLike(p) {
+  fs.ReadStream.call(this, p, { highWaterMark: 4096 });
+}
+GracefulLike.prototype = Object.create(fs.ReadStream.prototype);
+GracefulLike.prototype.open = function () {
+  fs.open(this.path, 'r', (err, fd) => {
+    if (err) return this.destroy(err);
+    this.fd = fd;
+    this.emit('open', fd);
+    this.read();
+  });
+};
+const copy = (stream, name, done) => {
+  const chunks = [];
+  stream.on('data', (c) => chunks.push(c)).on('end', () => {
+    const all = Buffer.concat(chunks);
+    fs.writeFileSync(path.join(d, name), all);
+    console.log(name, all.length, JSON.stringify(all.subarray(0, 6).toString()));
+    done();
+  });
+};
+copy(new GracefulLike(path.join(d, 'in.txt')), 'copy1.txt', () => {
+  fs.open(path.join(d, 'in.txt'), 'r', (err, fd) => {
+    copy(fs.createReadStream(null, { fd, highWaterMark: 1000 }), 'copy2.txt', () => {});
+  });
+});
+`);
+  const out = recordChangeReplayIn({ d, app, log: path.join(dir, 'app.replay') }, (s) => {
+    assert.strictEqual(s, 'copy1.txt 18000 "first\\n"\ncopy2.txt 18000 "first\\n"\n');
+  }, (dd) => {
+    fs.writeFileSync(path.join(dd, 'in.txt'), 'other\n'.repeat(10));
+  });
+  assert.match(out, /copy2\.txt 18000/);
+  assert.strictEqual(fs.readFileSync(path.join(d, 'copy1.txt'), 'utf8'), 'first\n'.repeat(3000));
+});
