@@ -314,6 +314,8 @@ function install(ev) {
     unlinkSync: [fs, 'unlinkSync'],
     renameSync: [fs, 'renameSync'],
     copyFileSync: [fs, 'copyFileSync'],
+    copyFile: [fs, 'copyFile'],
+    promisesCopyFile: [promises, 'copyFile'],
     writeFileSync: [fs, 'writeFileSync'],
     appendFileSync: [fs, 'appendFileSync'],
     symlinkSync: [fs, 'symlinkSync'],
@@ -332,14 +334,14 @@ function install(ev) {
   for (const name of ['readFileSync', 'readFile', 'openSync', 'open', 'readSync', 'read', 'close', 'existsSync',
     'exists', 'statSync', 'lstatSync', 'fstatSync', 'stat', 'lstat', 'fstat', 'readdirSync', 'readdir',
     'accessSync', 'access', 'createReadStream', 'realpathSync', 'realpath', 'readlinkSync', 'readlink',
-    'opendirSync', 'opendir', 'readvSync', 'readv', 'statfsSync', 'statfs']) {
+    'opendirSync', 'opendir', 'readvSync', 'readv', 'statfsSync', 'statfs', 'copyFile']) {
     kind(name, `node.fs.${name}`);
   }
   for (const name of MUTATIONS) kind(name, `node.fs.${name}`);
   kind('realpathSyncNative', 'node.fs.realpathSync.native');
   kind('realpathNative', 'node.fs.realpath.native');
   for (const name of ['readFile', 'open', 'stat', 'lstat', 'readdir', 'access', 'realpath', 'readlink', 'opendir',
-    'statfs']) {
+    'statfs', 'copyFile']) {
     kind(`promises${name[0].toUpperCase()}${name.slice(1)}`, `node.fs.promises.${name}`);
   }
   for (const name of ['read', 'readv', 'readFile', 'stat', 'close', 'readableWebStream']) {
@@ -1554,7 +1556,51 @@ function install(ev) {
   hooks.rmSync = mutation('rmSync', one);
   hooks.unlinkSync = mutation('unlinkSync', one);
   hooks.renameSync = mutation('renameSync', two);
-  hooks.copyFileSync = mutation('copyFileSync', two);
+  // copyFileSync, copyFile and promises.copyFile read the source (an input) and write the copy
+  // (output): record keeps what the destination holds after the copy, and its mode; replay
+  // writes that to the destination (a live copy took the edited source: fs-extra's copy
+  // replayed with the new contents and exit 0). A recorded failure is the same failure.
+  const copyValue = (dest) => ev.live(() => ({ b: real.readFileSync(dest), m: real.statSync(dest).mode }));
+  const writeCopy = (dest, v) => {
+    if (v === null || typeof v !== 'object' || !Buffer.isBuffer(v.b)) return;
+    ev.live(() => {
+      real.writeFileSync(dest, v.b);
+      try {
+        fs.chmodSync(dest, v.m & 0o7777);
+      } catch (_) {
+        // The bytes are what matters; a mode the file system refuses is left.
+      }
+    });
+  };
+  hooks.copyFileSync = like(function copyFileSync(src, dest) {
+    const what = ev.on && !ev.busy ? two(arguments) : null;
+    if (what === null || fromNode(copyFileSync)) return real.copyFileSync.apply(this, arguments);
+    return syncCall(K.copyFileSync, what, this, arguments, real.copyFileSync, () => copyValue(dest), (v) => {
+      writeCopy(dest, v);
+      return undefined;
+    });
+  }, real.copyFileSync);
+  hooks.copyFile = like(function copyFile(src, dest) {
+    const args = [...arguments];
+    const what = ev.on && !ev.busy && typeof args[args.length - 1] === 'function' ? two(args) : null;
+    if (what === null || fromNode(copyFile)) return real.copyFile.apply(this, args);
+    return callbackCall(K.copyFile, 'copyFile', what, this, args, real.copyFile, () => copyValue(dest), (v) => {
+      writeCopy(dest, v);
+      return [];
+    });
+  }, real.copyFile);
+  hooks.promisesCopyFile = like({
+    copyFile(src, dest) {
+      const what = ev.on && !ev.busy ? two([src, dest]) : null;
+      if (what === null || fromNode(hooks.promisesCopyFile)) return real.promisesCopyFile.apply(this, arguments);
+      const args = arguments;
+      return promiseCall(K.promisesCopyFile, 'promises.copyFile', what, () => real.promisesCopyFile.apply(this, args),
+        () => copyValue(dest), (v) => {
+          writeCopy(dest, v);
+          return undefined;
+        });
+    },
+  }.copyFile, real.promisesCopyFile);
   hooks.writeFileSync = mutation('writeFileSync', (a) => pathOf(a[0]));
   hooks.appendFileSync = mutation('appendFileSync', (a) => pathOf(a[0]));
   hooks.symlinkSync = mutation('symlinkSync', two);

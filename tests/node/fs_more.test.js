@@ -225,3 +225,48 @@ console.log('watching');
   assert.strictEqual(rep.stderr, '');
   assert.strictEqual(rep.stdout, rec.stdout);
 });
+
+test('copyFileSync, copyFile and promises.copyFile write the recorded copy after the source changed', () => {
+  // A copy reads its source: replayed live, it copied the edited file (fs-extra's copy).
+  const dir = tmpdir('replay-copyfile');
+  const d = path.join(dir, 'data');
+  fs.mkdirSync(d);
+  fs.writeFileSync(path.join(d, 'a.txt'), 'alpha one');
+  fs.writeFileSync(path.join(d, 'b.txt'), 'beta one');
+  fs.writeFileSync(path.join(d, 'c.txt'), 'gamma one');
+  fs.chmodSync(path.join(d, 'c.txt'), 0o600);
+  const app = script(dir, 'app.js', `
+const fs = require('fs');
+const path = require('path');
+const d = process.argv[2];
+const out = path.join(d, 'out');
+fs.rmSync(out, { recursive: true, force: true });
+fs.mkdirSync(out);
+fs.copyFileSync(path.join(d, 'a.txt'), path.join(out, 'a.txt'));
+try {
+  fs.copyFileSync(path.join(d, 'missing.txt'), path.join(out, 'm.txt'));
+} catch (e) {
+  console.log('sync', e.code);
+}
+fs.copyFile(path.join(d, 'b.txt'), path.join(out, 'b.txt'), (err) => {
+  console.log('callback', err);
+  fs.promises.copyFile(path.join(d, 'c.txt'), path.join(out, 'c.txt')).then(() => {
+    console.log('promise done');
+    for (const n of ['a.txt', 'b.txt', 'c.txt']) {
+      console.log(n, fs.readFileSync(path.join(out, n), 'utf8'));
+    }
+  });
+});
+`);
+  recordChangeReplayIn({ d, app, log: path.join(dir, 'app.replay') }, (s) => {
+    assert.strictEqual(s, 'sync ENOENT\ncallback null\npromise done\na.txt alpha one\nb.txt beta one\nc.txt gamma one\n');
+  }, (dd) => {
+    for (const n of ['a.txt', 'b.txt', 'c.txt']) fs.writeFileSync(path.join(dd, n), 'CHANGED');
+    fs.writeFileSync(path.join(dd, 'missing.txt'), 'now here');
+  });
+  // On disk too: the copies the replay made hold the recorded bytes and mode.
+  assert.strictEqual(fs.readFileSync(path.join(d, 'out', 'b.txt'), 'utf8'), 'beta one');
+  assert.strictEqual(fs.readFileSync(path.join(d, 'out', 'c.txt'), 'utf8'), 'gamma one');
+  assert.strictEqual(fs.statSync(path.join(d, 'out', 'c.txt')).mode & 0o777, 0o600);
+  assert.ok(!fs.existsSync(path.join(d, 'out', 'm.txt')));
+});
