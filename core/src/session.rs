@@ -279,6 +279,10 @@ pub struct Core {
     /// What ran live by rule, per kind ([`Core::ran_live`]), and whether what it does is out
     /// of replay's sight ([`Core::ran_unchecked`]).
     live: Mutex<Vec<(&'static str, u64, bool)>>,
+    /// Replay: what was answered from the recording without running (a child process
+    /// replayed from the parent's side), per kind: what it did beyond its pipes (files it
+    /// wrote) does not happen, which the end of the replay says.
+    not_run: Mutex<Vec<(&'static str, u64)>>,
     /// The text of the last report written.
     last: Mutex<Option<String>>,
     /// Replay: the locks that mark the log as replayed by this process (see `logfile`).
@@ -431,6 +435,7 @@ impl Core {
             gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
             exit: Mutex::new(None),
             live: Mutex::new(Vec::new()),
+            not_run: Mutex::new(Vec::new()),
             last: Mutex::new(None),
             _claim: claim,
             chaos,
@@ -892,6 +897,18 @@ impl Core {
         self.count_live(what, true);
     }
 
+    /// Replay: one `what` (a child process) was answered from the recording and did not run.
+    pub fn not_run(&self, what: &'static str) {
+        if !matches!(self.session, Session::Replay(_)) {
+            return;
+        }
+        let mut v = self.not_run.lock().unwrap_or_else(|p| p.into_inner());
+        match v.iter_mut().find(|(k, _)| *k == what) {
+            Some((_, n)) => *n += 1,
+            None => v.push((what, 1)),
+        }
+    }
+
     fn count_live(&self, what: &'static str, unchecked: bool) {
         if !matches!(self.session, Session::Replay(_)) {
             return;
@@ -1304,6 +1321,23 @@ impl Core {
             eprintln!(
                 "replay: note: no divergence, but replay could not check everything: ran live ({}); what those did is not compared with the recording",
                 unchecked.join(", ")
+            );
+        }
+        let not_run: Vec<String> = {
+            let v = self.not_run.lock().unwrap_or_else(|p| p.into_inner());
+            // "1 child process", "2 child processes".
+            v.iter()
+                .map(|(k, n)| match (n, k.ends_with('s')) {
+                    (1, _) => format!("1 {k}"),
+                    (_, true) => format!("{n} {k}es"),
+                    (_, false) => format!("{n} {k}s"),
+                })
+                .collect()
+        };
+        if !not_run.is_empty() && !r.is_live() {
+            eprintln!(
+                "replay: note: not run, answered from the recording: {}; what they did besides their pipes and exit status (files they wrote) did not happen in this replay",
+                not_run.join(", ")
             );
         }
         Ok(Verdict::Live)

@@ -619,6 +619,8 @@ pub unsafe extern "system" fn fork_and_exec(
                     return Some(call());
                 };
                 remember_pid(pid, child);
+                // What the child did besides its pipes and status (files) does not happen.
+                a.core.not_run("child process");
                 Some(pid)
             }
         }

@@ -408,6 +408,8 @@ pub unsafe extern "C" fn on_native_bind(
             *new_address = w;
         } else if let Some(w) = crate::children::bind(&owner, &name, &sig, address) {
             *new_address = w;
+        } else if let Some(w) = crate::mgmt::bind(&owner, &name, &sig, address) {
+            *new_address = w;
         } else if !JDK_PACKAGES.iter().any(|p| owner.starts_with(p)) {
             // A native of the program's own libraries (JRuby's and other jnr/jffi users'
             // libc calls, sqlite-jdbc, netty's epoll): whatever it reads runs live, beyond

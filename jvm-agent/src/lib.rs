@@ -35,6 +35,7 @@ mod fsmeta;
 mod http;
 mod jimage;
 mod jvmti;
+mod mgmt;
 mod net;
 mod nio;
 mod output;

@@ -184,6 +184,15 @@ function install(ev, native) {
     }
   };
 
+  // Replay: a child answered from the recording (its pipes and status) and not started.
+  const notRun = () => {
+    try {
+      native.notRun('child process');
+    } catch (_) {
+      // Only the end-of-replay note loses it.
+    }
+  };
+
   const describe = (how, file, args) => `${how} ${JSON.stringify([String(file), ...(args || []).slice(1).map(String)])}`;
 
   // ---- record (async) ----
@@ -481,6 +490,7 @@ function install(ev, native) {
       ranLive();
       return realSpawn.call(this, options);
     }
+    notRun();
     return replayAsync(this, options, modes, rec);
   };
   Object.defineProperty(spawn, 'length', { value: realSpawn.length });
@@ -547,6 +557,7 @@ function install(ev, native) {
         ranLive();
         return Reflect.apply(realSync, this, arguments);
       }
+      notRun();
       return tee(rec);
     }
     const was = options.stdio;

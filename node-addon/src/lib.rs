@@ -450,6 +450,20 @@ pub fn ran_live(what: String) -> Res<()> {
     })
 }
 
+/// Replay: one `what` (a child process replayed from the parent's side) was answered from
+/// the recording and not started; the end of the replay says so.
+#[napi]
+pub fn not_run(what: String) -> Res<()> {
+    guarded(|| {
+        if let Some(a) = active()? {
+            if what == "child process" {
+                a.core.not_run("child process");
+            }
+        }
+        Ok(())
+    })
+}
+
 /// The index of a free staging block ([`stage`]) for `index.js`'s queue, or -1 when all
 /// are held (the queue then uses a Buffer of its own, copied at the crossing).
 #[napi]

@@ -698,3 +698,24 @@ fn fetched_values_a_thread_leaves_unused_are_a_divergence_at_its_end() {
         assert!(err.contains("end of the thread"), "{err}");
     }
 }
+
+/// `RuntimeMXBean.getUptime()`/`getStartTime()` (servers log them at start: Jetty's "Started
+/// @359ms") come back as recorded: two live runs differ, the replay prints the recorded ones.
+#[test]
+fn jvm_uptime_and_start_time_replay() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("uptime.replay");
+        let rec = Some(format!("record,log={}", log.display()));
+        let recorded = ok(
+            &java(jdk, dir.path(), &[], rec.as_deref(), "Uptime", &[]),
+            "record",
+        );
+        let live = ok(&java(jdk, dir.path(), &[], None, "Uptime", &[]), "live");
+        assert_ne!(live, recorded, "two live runs differ");
+        let rep = Some(format!("replay,log={}", log.display()));
+        let replayed = java(jdk, dir.path(), &[], rep.as_deref(), "Uptime", &[]);
+        assert_eq!(ok(&replayed, "replay"), recorded, "{}", name(jdk));
+        assert!(replayed.stderr.trim().is_empty(), "{}", replayed.stderr);
+    }
+}

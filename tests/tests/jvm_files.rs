@@ -295,7 +295,16 @@ fn child_processes_with_piped_output_replay_without_running() {
             r.kinds
         );
         std::fs::write(r.dir.path().join("data.txt"), "second\n").unwrap();
-        assert_replays(jdk, &r, &[], "Children", &[]);
+        let o = replay(jdk, &r, &[], "Children", &[]);
+        assert_eq!(ok(&o, "replay"), r.out, "{n}");
+        // The children were answered from the recording, which the end of the replay says.
+        assert!(
+            o.stderr.trim().starts_with(
+                "replay: note: not run, answered from the recording: 4 child processes;"
+            ) && o.stderr.trim().lines().count() == 1,
+            "{n}: {}",
+            o.stderr
+        );
         assert_eq!(
             std::fs::read_to_string(&runs).unwrap(),
             "ran\n".repeat(4),
