@@ -617,7 +617,24 @@ impl Replayer {
                 break Some(*id);
             }
             if !self.read_more(&mut src) {
-                break None;
+                // No thread of that exact name: one whose name differs only in numbers and
+                // identity hashes (Jetty's `qtp931919113-14-acceptor-0@259f9b6a-...` is named
+                // by hash codes and a pool counter that change from run to run), the first
+                // free one in order of appearance.
+                break match want {
+                    None if named => {
+                        let shape = name_shape(name);
+                        src.names
+                            .iter()
+                            .find(|(id, n)| {
+                                let q = self.inner.queues.read().unwrap().get(id).cloned();
+                                q.is_some_and(|q| !q.claimed.load(Ordering::Relaxed))
+                                    && n.as_deref().is_some_and(|n| name_shape(n) == shape)
+                            })
+                            .map(|(id, _)| *id)
+                    }
+                    _ => None,
+                };
             }
         };
         drop(src);
@@ -1905,5 +1922,43 @@ mod run_tests {
         run.clear();
         rp.next_of_run(b, 2, &mut run).unwrap();
         assert_eq!(run.iter().map(val).collect::<Vec<_>>(), vec![11]);
+    }
+}
+
+/// A thread name with its numbers and identity hashes (`@` and hex digits) blanked: what stays
+/// the same from run to run when a name holds hash codes or counters.
+pub(crate) fn name_shape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut it = name.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == '@' && it.peek().is_some_and(|d| d.is_ascii_hexdigit()) {
+            while it.peek().is_some_and(|d| d.is_ascii_hexdigit()) {
+                it.next();
+            }
+            out.push_str("@#");
+        } else if c.is_ascii_digit() {
+            while it.peek().is_some_and(|d| d.is_ascii_digit()) {
+                it.next();
+            }
+            out.push('#');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod shape_tests {
+    use super::name_shape;
+
+    #[test]
+    fn thread_names_match_by_shape_across_hash_codes_and_counters() {
+        assert_eq!(
+            name_shape("qtp931919113-14-acceptor-0@259f9b6a-ServerConnector@14034aa{HTTP/1.1}"),
+            name_shape("qtp1846412426-13-acceptor-0@7aec35a-ServerConnector@5b2133b1{HTTP/1.1}")
+        );
+        assert_eq!(name_shape("pool-1-thread-2"), "pool-#-thread-#");
+        assert_ne!(name_shape("main"), name_shape("worker"));
     }
 }
