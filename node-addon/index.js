@@ -938,6 +938,34 @@ function install() {
     disable('installing the worker thread hooks', e);
     return;
   }
+  // The program's own source files (not installed packages'): their digests, so that a
+  // replay running other code than was recorded says so (src/modules.rs). CommonJS only: ES
+  // modules are read by Node's loader where no hook reaches.
+  try {
+    const Module = require('module');
+    const realCompile = Module.prototype._compile;
+    const sep = path.sep;
+    const ours = path.resolve(__dirname) + sep;
+    const compile = function _compile(content, filename) {
+      if (ev.on && typeof content === 'string' && typeof filename === 'string' &&
+        !filename.includes(`${sep}node_modules${sep}`) && !filename.startsWith(ours)) {
+        try {
+          const digest = ev.live(() => require('crypto').createHash('sha256').update(content).digest('hex'));
+          native.moduleLoaded(filename, digest);
+        } catch (_) {
+          // Only the warning is lost.
+        }
+      }
+      return realCompile.apply(this, arguments);
+    };
+    Module.prototype._compile = compile;
+    ev.onDisable(() => {
+      if (Module.prototype._compile === compile) Module.prototype._compile = realCompile;
+    });
+  } catch (e) {
+    disable('installing the module digests', e);
+    return;
+  }
   // Native addons the program loads (@swc/core, sharp, sqlite3 ...) read and write files in
   // native code, out of every hook's sight: replay counts them, and a replay that found no
   // divergence says they ran unchecked instead of passing for faithful.

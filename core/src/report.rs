@@ -278,9 +278,16 @@ impl Divergence {
                 let _ = writeln!(s, "    {l}");
             }
         }
-        if !self.threads.is_empty() {
+        // Side-record threads (`[child processes]`, `[modules]`...) are the front ends' own,
+        // bound to no program thread: nothing to say about them.
+        let threads: Vec<_> = self
+            .threads
+            .iter()
+            .filter(|t| !t.name.starts_with('['))
+            .collect();
+        if !threads.is_empty() {
             let _ = writeln!(s, "  threads:");
-            for t in &self.threads {
+            for t in threads {
                 let state = match (&t.waiting_for, t.present) {
                     (Some((w, k)), _) => format!("waits for its turn at #{w} ({k})"),
                     (None, false) => "never started in this run".into(),

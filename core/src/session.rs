@@ -108,7 +108,7 @@ pub const SEED_KINDS: [&str; 5] = [
 /// through [`Core::side_appender`] and read back whole in replay by [`Core::side_events`]
 /// (a child process's output as the program read it, its exit status: replay needs them when
 /// the child starts, before the program reads them).
-pub const SIDE_KINDS: [&str; 4] = [
+pub const SIDE_KINDS: [&str; 5] = [
     "side.java.lang.Process.output",
     "side.java.lang.Process.exit",
     // A signal the JVM got (its handler thread started): replay raises it again once every
@@ -117,6 +117,9 @@ pub const SIDE_KINDS: [&str; 4] = [
     // A chunk of an HttpClient response's body, or its end, as the program's subscriber got
     // it (jvm-agent/src/http.rs): a streamed body arrives after the exchange's own event.
     "side.java.net.http.body",
+    // A source file of the program the Node addon saw compiled, and its digest: replay warns
+    // when the program it runs has other code (node-addon/src/modules.rs).
+    "side.node.module",
 ];
 
 /// What a front end tells [`Core::start`] about itself and the program.
