@@ -46,7 +46,7 @@ use std::thread::ThreadId;
 
 mod drain;
 pub mod events;
-mod modules;
+pub mod modules;
 pub mod output;
 mod signals;
 mod stage;
