@@ -269,6 +269,45 @@ fn node_test_runner_replays_with_its_durations() {
     assert!(String::from_utf8_lossy(&live.stdout).contains("# fail 1"));
 }
 
+/// A forked child (IPC channel, as vitest's and jest's workers) counts timer ticks until its
+/// parent's message stops it: when the message arrives is an input of the child, replayed at
+/// its recorded turn (lib/ipc.js), so the replayed count is the recorded one.
+const IPC_PARENT: &str = r#"
+const { fork } = require('child_process');
+const c = fork(__dirname + '/ticker.js');
+c.on('message', (m) => {
+  console.log('parent got', m);
+  if (m === 'ready') setTimeout(() => c.send({ stop: true }), 60);
+});
+"#;
+const IPC_CHILD: &str = r#"
+let n = 0;
+const t = setInterval(() => { n++; }, 2);
+process.send('ready');
+process.on('message', (m) => {
+  clearInterval(t);
+  process.send('ticks ' + n + ' ' + JSON.stringify(m));
+  process.disconnect();
+});
+"#;
+
+#[test]
+fn a_forked_childs_messages_arrive_at_their_recorded_turn() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "parent.js", IPC_PARENT);
+    write(dir, "ticker.js", IPC_CHILD);
+    let rec = dir.join("rec");
+    let r = run(dir, &["record", "-o", p(&rec), "--", "node", "parent.js"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("parent got ticks "), "{}", r.stdout);
+    for _ in 0..3 {
+        let again = run(dir, &["replay", p(&rec), "--", "node", "parent.js"]);
+        assert_eq!(again.code, 0, "{}", again.stderr);
+        assert_eq!(again.stdout, r.stdout, "{}", again.stderr);
+    }
+}
+
 /// A Node child recorded under its own log runs again in replay: the program sees the pid it
 /// had in the recording (c8 passes it to a watchdog process as an argument), and
 /// `process.kill` of that pid reaches the child running now.
