@@ -43,6 +43,7 @@ const childProcess = require('child_process');
 const fs = require('fs');
 const net = require('net');
 const path = require('path');
+const ipc = require('./ipc.js');
 
 
 // Runtimes the launcher records in their own log when the tree's variables reach them.
@@ -457,6 +458,7 @@ function install(ev, native) {
         const rec = ev.replay(kSpawn, input);
         ranLive(own);
         const r = realSpawn.call(this, options);
+        ipc.watchChild(ev, this);
         if (rec !== null && typeof rec === 'object' && typeof rec.p === 'number' && typeof this.pid === 'number') {
           const live = this.pid;
           childPids.set(rec.p, live);
@@ -475,6 +477,7 @@ function install(ev, native) {
         throw e;
       }
       ev.record(kSpawn, input, typeof this.pid === 'number' ? { p: this.pid } : null);
+      ipc.watchChild(ev, this);
       return r;
     }
     if (!replaying) {

@@ -66,4 +66,56 @@ function install(ev) {
   next();
 }
 
-module.exports = { install };
+// The parent's side: a child it forked with an IPC channel (`child`, just spawned). Its
+// messages and its disconnect are completions of `ipc child#n` (n counting the process's IPC
+// children in the order it started them), delivered at their turn in replay, the live ones
+// from the replayed child swallowed. The parent's reaction to a worker's message (vitest
+// stops its worker when the run's results come) is then where it was recorded.
+let children = 0;
+
+function watchChild(ev, child) {
+  if (typeof child.send !== 'function' || !child.channel) return;
+  const key = `ipc child#${++children}`;
+  const realEmit = child.emit;
+  if (ev.mode !== 'replay') {
+    child.emit = function emit(name, message) {
+      if (ev.on && !ev.busy && (name === 'message' || name === 'disconnect')) {
+        try {
+          ev.done(key, name === 'message' ? { m: v8.serialize(message) } : { d: 1 });
+        } catch (e) {
+          ev.fail('recording an IPC message', e);
+        }
+      }
+      return realEmit.apply(this, arguments);
+    };
+    return;
+  }
+  let live = false;
+  let delivering = false;
+  child.emit = function emit(name) {
+    if ((name === 'message' || name === 'disconnect') && ev.on && !live && !delivering) return false;
+    return realEmit.apply(this, arguments);
+  };
+  const next = () =>
+    ev.await(
+      key,
+      (r) => {
+        if (r === ev.LIVE || r === null || typeof r !== 'object') {
+          live = true;
+          return;
+        }
+        delivering = true;
+        try {
+          if (r.d) realEmit.call(child, 'disconnect');
+          else realEmit.call(child, 'message', v8.deserialize(r.m));
+        } finally {
+          delivering = false;
+        }
+        if (!r.d) next();
+      },
+      false,
+    );
+  next();
+}
+
+module.exports = { install, watchChild };
