@@ -1,85 +1,27 @@
 'use strict';
-// A child started with an IPC channel (child_process.fork: vitest's, jest's and tinypool's
-// workers) takes input from its parent as 'message' events, and 'disconnect' when the parent
-// lets go. When those arrive decides what the child does before its parent stops it: vitest's
-// worker replayed with its parent's message arriving after the stopping signal's turn, ended
-// 21 calls early and failed its run. Each message and the disconnect are completions of the
-// key `ipc parent`, recorded before the program's listeners run (the message in V8's
-// serialization, which holds what 'advanced' serialization sends). Replay delivers the
-// recorded ones at their turn and swallows the live ones the replayed parent sends (the same
-// messages, at other times). What the child sends stays live.
+// IPC channels (child_process.fork: vitest's, jest's, mocha's and tinypool's workers). What
+// comes over one is input: when a message arrives, relative to the process's timers and I/O,
+// decides what it does (a worker replayed with its parent's message arriving after the
+// stopping signal's turn ended 21 calls early; vitest's parent stopped its worker at another
+// point). Both ends are hooked the same way: each 'message' and the 'disconnect' are
+// completions of the channel's key, recorded before the program's listeners run (the message
+// in V8's serialization, which holds what 'advanced' serialization sends). Replay delivers
+// the recorded ones at their turn and swallows the live ones (the other end, replayed or
+// live, sends the same messages at other times). What the process sends stays live.
+//   - a child's end, `process`: key `ipc parent` (install);
+//   - a parent's end, each ChildProcess with a channel: key `ipc child#n`, n counting the
+//     process's IPC children in the order it started them (watchChild).
 
 const v8 = require('v8');
 
-const KEY = 'ipc parent';
+const isChannelEvent = (name) => name === 'message' || name === 'disconnect';
 
-function install(ev) {
-  if (typeof process.send !== 'function' || !process.channel) return;
-  const realEmit = process.emit;
+// Hooks `target.emit` for the channel's events under `key`; returns the hook (for restoring).
+function channel(ev, target, key) {
+  const realEmit = target.emit;
   if (ev.mode !== 'replay') {
     const emit = function emit(name, message) {
-      if (ev.on && !ev.busy && (name === 'message' || name === 'disconnect')) {
-        try {
-          ev.done(KEY, name === 'message' ? { m: v8.serialize(message) } : { d: 1 });
-        } catch (e) {
-          ev.fail('recording an IPC message', e);
-        }
-      }
-      return realEmit.apply(this, arguments);
-    };
-    process.emit = emit;
-    ev.onDisable(() => {
-      if (process.emit === emit) process.emit = realEmit;
-    });
-    return;
-  }
-  let live = false;
-  let delivering = false;
-  const emit = function emit(name) {
-    // The replayed parent's own sends: the recorded copies come at their turn.
-    if ((name === 'message' || name === 'disconnect') && ev.on && !live && !delivering) return false;
-    return realEmit.apply(this, arguments);
-  };
-  process.emit = emit;
-  ev.onDisable(() => {
-    if (process.emit === emit) process.emit = realEmit;
-  });
-  const next = () =>
-    ev.await(
-      KEY,
-      (r) => {
-        if (r === ev.LIVE || r === null || typeof r !== 'object') {
-          live = true;
-          return;
-        }
-        delivering = true;
-        try {
-          if (r.d) realEmit.call(process, 'disconnect');
-          else realEmit.call(process, 'message', v8.deserialize(r.m));
-        } finally {
-          delivering = false;
-        }
-        if (!r.d) next();
-      },
-      false,
-    );
-  next();
-}
-
-// The parent's side: a child it forked with an IPC channel (`child`, just spawned). Its
-// messages and its disconnect are completions of `ipc child#n` (n counting the process's IPC
-// children in the order it started them), delivered at their turn in replay, the live ones
-// from the replayed child swallowed. The parent's reaction to a worker's message (vitest
-// stops its worker when the run's results come) is then where it was recorded.
-let children = 0;
-
-function watchChild(ev, child) {
-  if (typeof child.send !== 'function' || !child.channel) return;
-  const key = `ipc child#${++children}`;
-  const realEmit = child.emit;
-  if (ev.mode !== 'replay') {
-    child.emit = function emit(name, message) {
-      if (ev.on && !ev.busy && (name === 'message' || name === 'disconnect')) {
+      if (ev.on && !ev.busy && isChannelEvent(name)) {
         try {
           ev.done(key, name === 'message' ? { m: v8.serialize(message) } : { d: 1 });
         } catch (e) {
@@ -88,14 +30,16 @@ function watchChild(ev, child) {
       }
       return realEmit.apply(this, arguments);
     };
-    return;
+    target.emit = emit;
+    return { emit, realEmit };
   }
   let live = false;
   let delivering = false;
-  child.emit = function emit(name) {
-    if ((name === 'message' || name === 'disconnect') && ev.on && !live && !delivering) return false;
+  const emit = function emit(name) {
+    if (isChannelEvent(name) && ev.on && !live && !delivering) return false;
     return realEmit.apply(this, arguments);
   };
+  target.emit = emit;
   const next = () =>
     ev.await(
       key,
@@ -106,16 +50,35 @@ function watchChild(ev, child) {
         }
         delivering = true;
         try {
-          if (r.d) realEmit.call(child, 'disconnect');
-          else realEmit.call(child, 'message', v8.deserialize(r.m));
+          if (r.d) realEmit.call(target, 'disconnect');
+          else realEmit.call(target, 'message', v8.deserialize(r.m));
         } finally {
           delivering = false;
         }
         if (!r.d) next();
       },
+      // Not weak: the recorded messages are what this end waits for, whether or not the
+      // other end still holds the channel open.
       false,
     );
   next();
+  return { emit, realEmit };
+}
+
+function install(ev) {
+  if (typeof process.send !== 'function' || !process.channel) return;
+  const { emit, realEmit } = channel(ev, process, 'ipc parent');
+  ev.onDisable(() => {
+    if (process.emit === emit) process.emit = realEmit;
+  });
+}
+
+let children = 0;
+
+// `child` was just spawned; a channel of its own makes it one more IPC child.
+function watchChild(ev, child) {
+  if (typeof child.send !== 'function' || !child.channel) return;
+  channel(ev, child, `ipc child#${++children}`);
 }
 
 module.exports = { install, watchChild };
