@@ -282,6 +282,8 @@ static ORIG: [AtomicPtr<c_void>; COUNT] = [const { AtomicPtr::new(std::ptr::null
 /// `ReplayHooks.fileEvent()Z`, set at VMInit once the hook class runs: until then no call is
 /// an event.
 pub static FILE_EVENT: OnceLock<jni::objects::JStaticMethodID> = OnceLock::new();
+/// `ReplayHooks.eventThread()Z`: fileEvent() without its check of fetched clock values.
+pub static EVENT_THREAD: OnceLock<jni::objects::JStaticMethodID> = OnceLock::new();
 /// Numbers of recorded streams (the JVMTI tag; 0 means "not an event stream").
 pub(crate) static NEXT_STREAM: AtomicI64 = AtomicI64::new(1);
 
@@ -519,9 +521,23 @@ pub(crate) fn begin_path<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
     begin_with(raw, true)
 }
 
+/// [`begin_path`] for a call that makes no event itself (the open of a file for writing,
+/// which only tags the stream): clock values fetched ahead for the thread are no divergence
+/// here (the recording read the clock after this call, which was not an event there either).
+pub(crate) fn begin_tag<'l>(raw: *mut RawJniEnv) -> Option<Call<'l>> {
+    begin_with_helper(raw, true, *EVENT_THREAD.get()?)
+}
+
 fn begin_with<'l>(raw: *mut RawJniEnv, path: bool) -> Option<Call<'l>> {
+    begin_with_helper(raw, path, *FILE_EVENT.get()?)
+}
+
+fn begin_with_helper<'l>(
+    raw: *mut RawJniEnv,
+    path: bool,
+    helper: jni::objects::JStaticMethodID,
+) -> Option<Call<'l>> {
     let a = agent()?;
-    let helper = *FILE_EVENT.get()?;
     // Nested (inside another hook, or the helper's own class loading below): live.
     let guard = HookGuard::enter()?;
     if path && crate::context::class_loading(a, raw) {
@@ -717,7 +733,7 @@ unsafe extern "system" fn raf_open0(raw: *mut RawJniEnv, this: jobject, path: js
         let _ = (|| -> Option<()> {
             agent()?;
             FILE_EVENT.get()?;
-            let mut c = begin_path(raw)?;
+            let mut c = begin_tag(raw)?;
             if c.env.exception_check().unwrap_or(true) {
                 return None;
             }

@@ -525,6 +525,11 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
         // thread (see ReplayHooks.preinit).
         preinit(&mut env, hooks, false);
         // From now on FileInputStream calls may be events.
+        if let Ok(id) = env.get_static_method_id(cls, "eventThread", "()Z") {
+            let _ = fileio::EVENT_THREAD.set(id);
+        } else {
+            clear_exception(&mut env);
+        }
         match env.get_static_method_id(cls, "fileEvent", "()Z") {
             Ok(id) => {
                 let _ = fileio::FILE_EVENT.set(id);

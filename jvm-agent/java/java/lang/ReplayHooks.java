@@ -819,6 +819,11 @@ public final class ReplayHooks {
      * this thread's file call is an event (it attaches the thread first). In record, native
      * hands over the thread's buffered clock events before it records the call.
      */
+    /** Whether this thread's calls are events (fileEvent() without its pending check). */
+    private static boolean eventThread() {
+        return mode != 0 && buffer() != null;
+    }
+
     private static boolean fileEvent() {
         int m = mode;
         if (m == 0) {
