@@ -33,6 +33,10 @@ const NAMES = [
 // on them). The arguments (cpuUsage's previous value) are the call's input.
 const PROCESS_NAMES = ['uptime', 'memoryUsage', 'cpuUsage', 'resourceUsage'];
 
+// What V8 says about its heap: tools print it (jest --logHeapUsage, benchmarks, servers'
+// health output), and it differs from run to run.
+const V8_NAMES = ['getHeapStatistics', 'getHeapSpaceStatistics', 'getHeapCodeStatistics'];
+
 function install(ev) {
   const replaying = ev.mode === 'replay';
   const restore = [];
@@ -69,9 +73,11 @@ function install(ev) {
       hookOn(hook, 'rss', 'node.process.memoryUsage.rss', false);
     }
   }
+  const v8 = require('v8');
+  for (const name of V8_NAMES) hookOn(v8, name, `node.v8.${name}`, false);
   ev.onDisable(() => {
     for (const r of restore) r();
   });
 }
 
-module.exports = { install, NAMES, PROCESS_NAMES };
+module.exports = { install, NAMES, PROCESS_NAMES, V8_NAMES };

@@ -172,7 +172,7 @@ test('what os says about the machine (cpus, host name, memory, uptime) is the re
   assert.notStrictEqual(live.stdout, rec.stdout);
 });
 
-test('what process says about its run (uptime, memory, CPU time, resources) is the recorded run\'s', () => {
+test('what process says about its run (uptime, memory, CPU time, resources, V8 heap) is the recorded run\'s', () => {
   const dir = tmpdir('replay-process-facts');
   const app = script(
     dir,
@@ -181,7 +181,8 @@ test('what process says about its run (uptime, memory, CPU time, resources) is t
      let s = 0;
      for (let i = 0; i < 1e6; i++) s += i;
      console.log(JSON.stringify([process.uptime(), process.memoryUsage().rss, process.memoryUsage.rss(),
-       process.cpuUsage(t0), process.resourceUsage().maxRSS, s]));`,
+       process.cpuUsage(t0), process.resourceUsage().maxRSS, s, require('v8').getHeapStatistics().used_heap_size,
+       require('v8').getHeapSpaceStatistics().length]));`,
   );
   const log = path.join(dir, 'facts.replay');
   const rec = runNode('record', log, app);
