@@ -1560,6 +1560,8 @@ function install(ev) {
   // (output): record keeps what the destination holds after the copy, and its mode; replay
   // writes that to the destination (a live copy took the edited source: fs-extra's copy
   // replayed with the new contents and exit 0). A recorded failure is the same failure.
+  // Node's own calls are copies too (fs.cp and cpSync copy each file through these): no
+  // fromNode check.
   const copyValue = (dest) => ev.live(() => ({ b: real.readFileSync(dest), m: real.statSync(dest).mode }));
   const writeCopy = (dest, v) => {
     if (v === null || typeof v !== 'object' || !Buffer.isBuffer(v.b)) return;
@@ -1574,7 +1576,7 @@ function install(ev) {
   };
   hooks.copyFileSync = like(function copyFileSync(src, dest) {
     const what = ev.on && !ev.busy ? two(arguments) : null;
-    if (what === null || fromNode(copyFileSync)) return real.copyFileSync.apply(this, arguments);
+    if (what === null) return real.copyFileSync.apply(this, arguments);
     return syncCall(K.copyFileSync, what, this, arguments, real.copyFileSync, () => copyValue(dest), (v) => {
       writeCopy(dest, v);
       return undefined;
@@ -1583,7 +1585,7 @@ function install(ev) {
   hooks.copyFile = like(function copyFile(src, dest) {
     const args = [...arguments];
     const what = ev.on && !ev.busy && typeof args[args.length - 1] === 'function' ? two(args) : null;
-    if (what === null || fromNode(copyFile)) return real.copyFile.apply(this, args);
+    if (what === null) return real.copyFile.apply(this, args);
     return callbackCall(K.copyFile, 'copyFile', what, this, args, real.copyFile, () => copyValue(dest), (v) => {
       writeCopy(dest, v);
       return [];
@@ -1592,7 +1594,7 @@ function install(ev) {
   hooks.promisesCopyFile = like({
     copyFile(src, dest) {
       const what = ev.on && !ev.busy ? two([src, dest]) : null;
-      if (what === null || fromNode(hooks.promisesCopyFile)) return real.promisesCopyFile.apply(this, arguments);
+      if (what === null) return real.promisesCopyFile.apply(this, arguments);
       const args = arguments;
       return promiseCall(K.promisesCopyFile, 'promises.copyFile', what, () => real.promisesCopyFile.apply(this, args),
         () => copyValue(dest), (v) => {

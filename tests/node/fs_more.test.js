@@ -226,7 +226,7 @@ console.log('watching');
   assert.strictEqual(rep.stdout, rec.stdout);
 });
 
-test('copyFileSync, copyFile and promises.copyFile write the recorded copy after the source changed', () => {
+test('copyFileSync, copyFile, promises.copyFile and cpSync write the recorded copy after the source changed', () => {
   // A copy reads its source: replayed live, it copied the edited file (fs-extra's copy).
   const dir = tmpdir('replay-copyfile');
   const d = path.join(dir, 'data');
@@ -235,6 +235,8 @@ test('copyFileSync, copyFile and promises.copyFile write the recorded copy after
   fs.writeFileSync(path.join(d, 'b.txt'), 'beta one');
   fs.writeFileSync(path.join(d, 'c.txt'), 'gamma one');
   fs.chmodSync(path.join(d, 'c.txt'), 0o600);
+  fs.mkdirSync(path.join(d, 'tree'));
+  fs.writeFileSync(path.join(d, 'tree', 'deep.txt'), 'deep one');
   const app = script(dir, 'app.js', `
 const fs = require('fs');
 const path = require('path');
@@ -255,13 +257,16 @@ fs.copyFile(path.join(d, 'b.txt'), path.join(out, 'b.txt'), (err) => {
     for (const n of ['a.txt', 'b.txt', 'c.txt']) {
       console.log(n, fs.readFileSync(path.join(out, n), 'utf8'));
     }
+    // fs.cpSync copies each file through copyFileSync (Node's own call).
+    fs.cpSync(path.join(d, 'tree'), path.join(out, 'tree'), { recursive: true });
+    console.log('cp', fs.readFileSync(path.join(out, 'tree', 'deep.txt'), 'utf8'));
   });
 });
 `);
   recordChangeReplayIn({ d, app, log: path.join(dir, 'app.replay') }, (s) => {
-    assert.strictEqual(s, 'sync ENOENT\ncallback null\npromise done\na.txt alpha one\nb.txt beta one\nc.txt gamma one\n');
+    assert.strictEqual(s, 'sync ENOENT\ncallback null\npromise done\na.txt alpha one\nb.txt beta one\nc.txt gamma one\ncp deep one\n');
   }, (dd) => {
-    for (const n of ['a.txt', 'b.txt', 'c.txt']) fs.writeFileSync(path.join(dd, n), 'CHANGED');
+    for (const n of ['a.txt', 'b.txt', 'c.txt', 'tree/deep.txt']) fs.writeFileSync(path.join(dd, n), 'CHANGED');
     fs.writeFileSync(path.join(dd, 'missing.txt'), 'now here');
   });
   // On disk too: the copies the replay made hold the recorded bytes and mode.
@@ -269,4 +274,5 @@ fs.copyFile(path.join(d, 'b.txt'), path.join(out, 'b.txt'), (err) => {
   assert.strictEqual(fs.readFileSync(path.join(d, 'out', 'c.txt'), 'utf8'), 'gamma one');
   assert.strictEqual(fs.statSync(path.join(d, 'out', 'c.txt')).mode & 0o777, 0o600);
   assert.ok(!fs.existsSync(path.join(d, 'out', 'm.txt')));
+  assert.strictEqual(fs.readFileSync(path.join(d, 'out', 'tree', 'deep.txt'), 'utf8'), 'deep one');
 });
