@@ -100,34 +100,31 @@ fn main() {
             std::process::exit(1);
         }
     }
-    let class = classes.join("java.base/java/lang/ReplayHooks.class");
-    let extra: Vec<_> = std::fs::read_dir(classes.join("java.base/java/lang"))
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name())
-                .filter(|n| n != "ReplayHooks.class")
-                .collect()
-        })
-        .unwrap_or_default();
-    if !extra.is_empty() {
-        println!(
-            "cargo:warning=the hook source must compile to one class; it also produced {extra:?}"
-        );
-        std::process::exit(1);
-    }
+    let class = one_class(&classes, "java.base/java/lang", "ReplayHooks.class");
     println!("cargo:rustc-env=REPLAY_HOOKS_CLASS={}", class.display());
-    let http = classes.join("java.net.http/jdk/internal/net/http/ReplayHttp.class");
-    let extra: Vec<_> = std::fs::read_dir(classes.join("java.net.http/jdk/internal/net/http"))
+    let http = one_class(
+        &classes,
+        "java.net.http/jdk/internal/net/http",
+        "ReplayHttp.class",
+    );
+    println!("cargo:rustc-env=REPLAY_HTTP_CLASS={}", http.display());
+}
+
+/// The class file `name` in `dir` under `classes`, which must be the only one there: the
+/// agent defines each hook class from one file (no nested or anonymous classes).
+fn one_class(classes: &Path, dir: &str, name: &str) -> PathBuf {
+    let path = classes.join(dir).join(name);
+    let extra: Vec<_> = std::fs::read_dir(classes.join(dir))
         .map(|rd| {
             rd.filter_map(|e| e.ok())
                 .map(|e| e.file_name())
-                .filter(|n| n != "ReplayHttp.class")
+                .filter(|n| n != name)
                 .collect()
         })
         .unwrap_or_default();
-    if !extra.is_empty() || !http.is_file() {
-        println!("cargo:warning=the HttpClient hook must compile to one class; got {extra:?}");
+    if !extra.is_empty() || !path.is_file() {
+        println!("cargo:warning={name} must be the only class its hook source compiles to; also: {extra:?}");
         std::process::exit(1);
     }
-    println!("cargo:rustc-env=REPLAY_HTTP_CLASS={}", http.display());
+    path
 }

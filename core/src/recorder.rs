@@ -851,6 +851,13 @@ impl Appender {
         self.record_at(seq, kind, site, digest, payload);
     }
 
+    /// [`Self::record_owned_at`] taking the next number now (a side record, made when it
+    /// happens).
+    pub fn record_owned(&self, kind: u32, site: u32, digest: Option<u64>, record: Record) {
+        let seq = self.seq_counter().fetch_add(1, Ordering::Relaxed);
+        self.record_owned_at(seq, kind, site, digest, record);
+    }
+
     /// The appender held for many appends (one lock for a batch, not one per event).
     pub fn hold(&self) -> Held<'_> {
         Held {

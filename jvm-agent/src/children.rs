@@ -137,8 +137,7 @@ fn record_side(a: &Agent, kind: &str, fields: Vec<replay_core::Field>, child: u3
     }];
     all.extend(fields);
     let k = a.core.intern(kind);
-    let seq = app.seq_counter().fetch_add(1, Ordering::Relaxed);
-    app.record_owned_at(seq, k, 0, None, Record { fields: all });
+    app.record_owned(k, 0, None, Record { fields: all });
 }
 
 /// Record: the child and stream whose pipe `this` (a FileInputStream) reads, if any.

@@ -196,8 +196,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_httpSide0<'l>(
             return;
         }
         let k = a.core.intern(BODY);
-        let seq = app.seq_counter().fetch_add(1, Ordering::Relaxed);
-        app.record_owned_at(seq, k, 0, None, Record { fields });
+        app.record_owned(k, 0, None, Record { fields });
     })
 }
 

@@ -11,7 +11,6 @@ use napi_derive::napi;
 use replay_core::session::SIDE_KINDS;
 use replay_core::{Appender, Field, FieldValue, Payload, Record};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 const KIND: &str = SIDE_KINDS[4];
@@ -39,7 +38,6 @@ pub fn module_loaded(file: String, digest: String) -> Res<()> {
                     return Ok(());
                 };
                 let k = core.intern(KIND);
-                let seq = app.seq_counter().fetch_add(1, Ordering::Relaxed);
                 let fields = vec![
                     Field {
                         name: "file".into(),
@@ -50,7 +48,7 @@ pub fn module_loaded(file: String, digest: String) -> Res<()> {
                         value: FieldValue::Text(digest),
                     },
                 ];
-                app.record_owned_at(seq, k, 0, None, Record { fields });
+                app.record_owned(k, 0, None, Record { fields });
             }
             replay_core::Mode::Replay => {
                 let recorded = RECORDED.get_or_init(|| {
