@@ -898,6 +898,24 @@ function install() {
     disable('starting the event hooks', e);
     return;
   }
+  // The program's own source files (not installed packages'): their digests, so that a
+  // replay running other code than was recorded says so (src/modules.rs). CommonJS files come
+  // through Module.prototype._compile (below), ES modules through the ESM loader's reads
+  // (lib/fs.js).
+  {
+    const sep = path.sep;
+    const ours = path.resolve(__dirname) + sep;
+    ev.ownSource = (filename, content) => {
+      if (!ev.on || typeof filename !== 'string' || filename.includes(`${sep}node_modules${sep}`) ||
+        filename.startsWith(ours)) return;
+      try {
+        const digest = ev.live(() => require('crypto').createHash('sha256').update(content).digest('hex'));
+        native.moduleLoaded(filename, digest);
+      } catch (_) {
+        // Only the warning is lost.
+      }
+    };
+  }
   for (const name of MODULES) {
     const file = path.join(__dirname, 'lib', `${name}.js`);
     // Through ev.live: once lib/fs.js is installed, this check must not be an event.
@@ -938,24 +956,12 @@ function install() {
     disable('installing the worker thread hooks', e);
     return;
   }
-  // The program's own source files (not installed packages'): their digests, so that a
-  // replay running other code than was recorded says so (src/modules.rs). CommonJS only: ES
-  // modules are read by Node's loader where no hook reaches.
+  // CommonJS sources, as they are compiled (ES modules: lib/fs.js).
   try {
     const Module = require('module');
     const realCompile = Module.prototype._compile;
-    const sep = path.sep;
-    const ours = path.resolve(__dirname) + sep;
     const compile = function _compile(content, filename) {
-      if (ev.on && typeof content === 'string' && typeof filename === 'string' &&
-        !filename.includes(`${sep}node_modules${sep}`) && !filename.startsWith(ours)) {
-        try {
-          const digest = ev.live(() => require('crypto').createHash('sha256').update(content).digest('hex'));
-          native.moduleLoaded(filename, digest);
-        } catch (_) {
-          // Only the warning is lost.
-        }
-      }
+      if (typeof content === 'string') ev.ownSource(filename, content);
       return realCompile.apply(this, arguments);
     };
     Module.prototype._compile = compile;

@@ -44,6 +44,7 @@ const F_GET_CLASS_STATUS: usize = 49;
 const F_GET_CLASS_LOADER: usize = 57;
 const F_GET_METHOD_NAME: usize = 64;
 const F_GET_METHOD_DECLARING_CLASS: usize = 65;
+const F_IS_METHOD_NATIVE: usize = 76;
 const F_GET_STACK_TRACE: usize = 104;
 const F_GET_TAG: usize = 106;
 const F_SET_TAG: usize = 107;
@@ -478,6 +479,20 @@ impl Jvmti {
             )?
         };
         Ok(n.max(0) as usize)
+    }
+
+    /// Whether `method` is a native method.
+    pub fn is_native(&self, method: jmethodID) -> Result<bool, Error> {
+        type F = unsafe extern "C" fn(RawEnv, jmethodID, *mut u8) -> c_int;
+        let mut native: u8 = 0;
+        // SAFETY: valid env and method; jboolean is one byte.
+        unsafe {
+            check(
+                "IsMethodNative",
+                slot!(self, F_IS_METHOD_NATIVE, F)(self.0, method, &mut native),
+            )?
+        };
+        Ok(native != 0)
     }
 
     /// The class declaring `method`, as a local reference of the calling frame.

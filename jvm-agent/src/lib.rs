@@ -40,6 +40,7 @@ mod net;
 mod nio;
 mod output;
 mod pools;
+mod reflected;
 mod seeds;
 mod selector;
 mod signals;

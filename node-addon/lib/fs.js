@@ -59,6 +59,22 @@ const MUTATIONS = ['mkdirSync', 'mkdtempSync', 'rmdirSync', 'rmSync', 'unlinkSyn
 
 // Per caller file: whether it is Node's own code (a handful of files; saves the string tests).
 const nodeFile = new Map();
+// The caller's file that fromNode last saw.
+let lastCaller;
+
+// Node's ES module loader reads a module's source with fs.promises.readFile (a lookup per
+// call) or readFileSync, by file: URL. Those reads stay live like CommonJS loading; the
+// source's digest goes with the program's own source files (index.js, ev.ownSource), so that
+// a replay running an edited ES module says so.
+const ESM_LOADER = 'node:internal/modules/esm/load';
+function esmSource(ev, p, data) {
+  try {
+    if (!(p instanceof URL) || p.protocol !== 'file:' || typeof ev.ownSource !== 'function') return;
+    ev.ownSource(require('url').fileURLToPath(p), data);
+  } catch (_) {
+    // Only the warning is lost.
+  }
+}
 
 // True when `hook` (the hooked function now running) was called by Node's own code (see the
 // header). The stack is captured from the hook's caller on (`hook` as the constructor
@@ -82,6 +98,7 @@ function fromNode(hook) {
   }
   const caller = Array.isArray(sites) && sites[0];
   const file = caller && caller.getFileName && caller.getFileName();
+  lastCaller = file;
   if (typeof file !== 'string') return false;
   let mine = nodeFile.get(file);
   if (mine === undefined) {
@@ -549,7 +566,12 @@ function install(ev) {
   const hooks = {};
 
   hooks.readFileSync = like(function readFileSync(p, options) {
-    if (!ev.on || ev.busy || fromNode(readFileSync)) return real.readFileSync.apply(this, arguments);
+    if (!ev.on || ev.busy) return real.readFileSync.apply(this, arguments);
+    if (fromNode(readFileSync)) {
+      const data = real.readFileSync.apply(this, arguments);
+      if (lastCaller === ESM_LOADER) esmSource(ev, p, data);
+      return data;
+    }
     // A descriptor from the hooked openSync is named by its path (in replay it is /dev/null).
     const where = hookedFds.has(p) ? `fd ${hookedFds.get(p)}` : pathOf(p);
     if (where === null) return real.readFileSync.apply(this, arguments);
@@ -680,7 +702,15 @@ function install(ev) {
     const where = pathOf(p);
     // fs.promises.readFile(filehandle) is filehandle.readFile(options): one event of that.
     if (ev.on && !ev.busy && handleWhere.has(p)) return p.readFile(options);
-    if (!ev.on || ev.busy || where === null || fromNode(hooks.promisesReadFile)) return real.promisesReadFile.apply(this, arguments);
+    if (!ev.on || ev.busy || where === null) return real.promisesReadFile.apply(this, arguments);
+    if (fromNode(hooks.promisesReadFile)) {
+      const read = real.promisesReadFile.apply(this, arguments);
+      if (lastCaller !== ESM_LOADER) return read;
+      return read.then((data) => {
+        esmSource(ev, p, data);
+        return data;
+      });
+    }
     const input = `${where} ${encodingOf(options)}`;
     const key = ev.opKey(`promises.readFile ${input}`);
     const args = arguments;

@@ -52,10 +52,12 @@ test('an ES module program replays with --import after its input changed', () =>
   assert.strictEqual(rep.stderr, '');
   assert.strictEqual(rep.stdout, rec.stdout.replace('mode record', 'mode replay'));
 
-  // The program's own modules are read live: an edited helper runs edited.
+  // The program's own modules are read live: an edited helper runs edited, and replay says
+  // so (the loader's read of it is compared by digest, as CommonJS modules are).
   script(t.dir, 'helper.mjs', "export const label = 'second';\n");
   const edited = runNode('replay', t.log, t.app, { ...IMPORT, args: [t.input], env: OUTPUT_OFF });
   assert.strictEqual(edited.code, 0, edited.stderr);
+  assert.match(edited.stderr, /^replay: warning: the program's source file \S+helper\.mjs differs from the recorded one: this replay runs other code than was recorded\n$/);
   assert.strictEqual(edited.stdout, rec.stdout.replace('mode record', 'mode replay').replace('first', 'second'));
 
   // Without the addon (import of the package only, mode off) the program runs as usual.

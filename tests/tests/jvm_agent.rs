@@ -701,6 +701,31 @@ fn fetched_values_a_thread_leaves_unused_are_a_divergence_at_its_end() {
 
 /// `RuntimeMXBean.getUptime()`/`getStartTime()` (servers log them at start: Jetty's "Started
 /// @359ms") come back as recorded: two live runs differ, the replay prints the recorded ones.
+/// Script engines call the clocks through reflection and method handles: no call site names
+/// `System.nanoTime`, so those reads reach the JVM's natives. Their values come back in replay.
+#[test]
+fn clock_reads_through_reflection_and_method_handles_replay() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("reflect.replay");
+        let rec = Some(format!("record,log={}", log.display()));
+        let recorded = ok(
+            &java(jdk, dir.path(), &[], rec.as_deref(), "ReflectClock", &[]),
+            "record",
+        );
+        assert_eq!(recorded.lines().count(), 43, "{recorded}");
+        let live = ok(
+            &java(jdk, dir.path(), &[], None, "ReflectClock", &[]),
+            "live",
+        );
+        assert_ne!(live, recorded, "two live runs differ");
+        let rep = Some(format!("replay,log={}", log.display()));
+        let replayed = java(jdk, dir.path(), &[], rep.as_deref(), "ReflectClock", &[]);
+        assert_eq!(ok(&replayed, "replay"), recorded, "{}", name(jdk));
+        assert!(replayed.stderr.trim().is_empty(), "{}", replayed.stderr);
+    }
+}
+
 #[test]
 fn jvm_uptime_and_start_time_replay() {
     for jdk in jdks() {

@@ -996,7 +996,13 @@ public final class ReplayHooks {
             sleepNanosHooked = false;
         }
         mode = m;
+        // System's clock natives go through the hooks too (src/reflected.rs): reflection and
+        // method handles call them without a call site the class hook could redirect. Bound
+        // from here, a class of System's loader, so the JVM does not warn.
+        bindClocks0();
     }
+
+    private static native void bindClocks0();
 
     /**
      * JDK classes whose static initializer would take events, initialized by the agent at
