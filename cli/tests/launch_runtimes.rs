@@ -342,6 +342,53 @@ child exit 0"
     }
 }
 
+/// jest's worker pool in small: a forked worker answers, and on 'end' stops listening after a
+/// while (no exit call), which is how the real worker ends; the parent prints a summary from
+/// a timer and the worker's exit.
+const NODE_WORKER: &str = r#"
+const { fork } = require('child_process');
+if (process.argv[2]) {
+  const onMessage = (m) => {
+    if (m === 'work') process.send('result ' + Date.now());
+    else setTimeout(() => process.removeListener('message', onMessage), 300);
+  };
+  process.on('message', onMessage);
+} else {
+  const c = fork(__filename, ['worker'], { silent: true });
+  c.on('message', (m) => {
+    console.log('got', m);
+    c.send('end');
+    setTimeout(() => console.log('summary'), 50);
+  });
+  c.on('exit', (code) => console.log('worker exit', code));
+  c.send('work');
+}
+"#;
+
+/// The replayed worker ends where the recorded one did: once it removed its listener, the
+/// channel no longer holds it (it waited for more messages before). Its exit reaches the
+/// parent at the recorded turn: the replayed worker's timer takes no time, and its exit came
+/// before the parent's summary.
+#[test]
+fn a_node_worker_ending_by_its_listener_and_its_exit_replay_in_order() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "app.js", NODE_WORKER);
+    let rec = dir.join("rec");
+    let r = run(dir, &["record", "-o", p(&rec), "--", "node", "app.js"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.ends_with("\nsummary\nworker exit 0\n"),
+        "{}",
+        r.stdout
+    );
+    for _ in 0..2 {
+        let again = run(dir, &["replay", p(&rec), "--", "node", "app.js"]);
+        assert_eq!(again.code, 0, "{}", again.stderr);
+        assert_eq!(again.stdout, r.stdout, "{}", again.stderr);
+    }
+}
+
 /// A parent that forks a child with its output piped and never shown, and ignores how the
 /// child ended: the child prints its pid, an input no hook covers, so its replay diverges.
 const NODE_HIDDEN_CHILD: &str = r#"

@@ -427,6 +427,78 @@ function install(ev, native) {
     });
   }
 
+  // ---- live children: their exit ----
+
+  // A child that runs live (one the process tree replays from its own log, a daemon) exits
+  // when it exits; when its 'exit' reaches the program, relative to the program's timers and
+  // I/O, is input all the same (jest's parent ran its summary after its workers' exits in
+  // replay, before them in the recording). Record notes the exit as a completion of
+  // `exit FILE#n` (tag 'x', code and signal), or 'z' for a child still running when the
+  // process exited. Replay waits from the spawn on: at the exit's recorded turn it delivers
+  // the live exit (with the recorded code and signal), holding every later completion until
+  // the child has really exited; a 'z' one is never delivered, as it never was.
+  const liveOpen = new Set();
+  function followExit(cp, file) {
+    const handle = cp._handle;
+    if (!handle || typeof handle.onexit !== 'function') return;
+    const key = ev.opKey(`exit ${file}`);
+    const realExit = handle.onexit;
+    if (!replaying) {
+      const c = { done: false };
+      const note = (v) => {
+        if (c.done || !ev.on) return;
+        c.done = true;
+        liveOpen.delete(c);
+        try {
+          ev.done(key, v);
+        } catch (e) {
+          ev.fail('recording a child process', e);
+        }
+      };
+      c.end = () => note({ t: 'z' });
+      liveOpen.add(c);
+      handle.onexit = function onexit(code, signal) {
+        note({ t: 'x', c: code, s: signal || null });
+        return realExit.call(this, code, signal);
+      };
+      return;
+    }
+    let exited = null; // the live exit's arguments, once it came
+    let turn = null; // the recorded exit, once its turn came first
+    let through = false; // replay went live: exits pass
+    handle.onexit = function onexit(code, signal) {
+      if (through || !ev.on) return realExit.call(this, code, signal);
+      exited = [code, signal];
+      if (turn !== null) {
+        const r = turn;
+        turn = null;
+        try {
+          realExit.call(this, r.c, r.s);
+        } finally {
+          ev.release();
+        }
+      }
+    };
+    ev.await(
+      key,
+      (r) => {
+        if (r === ev.LIVE || r === null || typeof r !== 'object') {
+          through = true;
+          if (exited !== null) realExit.call(handle, ...exited);
+          return;
+        }
+        if (r.t !== 'x') return;
+        if (exited !== null) {
+          realExit.call(handle, r.c, r.s);
+          return;
+        }
+        turn = r;
+        ev.hold();
+      },
+      false,
+    );
+  }
+
   // ---- the hooks ----
 
   const spawn = function spawn(options) {
@@ -458,6 +530,7 @@ function install(ev, native) {
         const rec = ev.replay(kSpawn, input);
         ranLive(own);
         const r = realSpawn.call(this, options);
+        followExit(this, options.file);
         ipc.watchChild(ev, this);
         if (rec !== null && typeof rec === 'object' && typeof rec.p === 'number' && typeof this.pid === 'number') {
           const live = this.pid;
@@ -477,6 +550,7 @@ function install(ev, native) {
         throw e;
       }
       ev.record(kSpawn, input, typeof this.pid === 'number' ? { p: this.pid } : null);
+      followExit(this, options.file);
       ipc.watchChild(ev, this);
       return r;
     }
@@ -586,6 +660,7 @@ function install(ev, native) {
       if (!ev.on) return;
       for (const c of open) c.end();
       open.clear();
+      for (const c of liveOpen) c.end();
     });
   }
 

@@ -32,13 +32,25 @@ function encodingOf(options) {
   return '';
 }
 
+// This package's own files, and Node's built-in modules by name (`node:internal/...`), are
+// no input of the program: calls on them run live in record and replay alike. They are the
+// files of stack frames, which source-map tools look up (source-map-support under jest,
+// ts-node, mocha: existsSync then readFileSync per frame): a callback the replay delivers has
+// this package's frames below it where the recorded one had Node's, and those lookups made
+// every such replay diverge.
+const OWN = path.resolve(__dirname, '..') + path.sep;
+const OWN_URL = require('url').pathToFileURL(OWN).href;
+const notInput = (s) => s.startsWith('node:') || s.startsWith(OWN) || s.startsWith(OWN_URL);
+
 // The path as the program gave it (string, Buffer or file: URL), or null for anything else
-// (an fd, a FileHandle): those reads are not hooked by path.
+// (an fd, a FileHandle) and for what is no input (above): those calls are not hooked by path.
 function pathOf(p) {
-  if (typeof p === 'string') return p;
-  if (Buffer.isBuffer(p)) return p.toString();
-  if (p instanceof URL) return p.href;
-  return null;
+  let s;
+  if (typeof p === 'string') s = p;
+  else if (Buffer.isBuffer(p)) s = p.toString();
+  else if (p instanceof URL) s = p.href;
+  else return null;
+  return notInput(s) ? null : s;
 }
 
 // Node code that calls a function it was handed (promisify, timers, event emitters): a call

@@ -40,6 +40,39 @@ function channel(ev, target, key) {
     return realEmit.apply(this, arguments);
   };
   target.emit = emit;
+  // The wait keeps the process alive as the real channel does. A child's channel is ref'd
+  // while the process has a 'message' or 'disconnect' listener (jest's worker ends by
+  // removing its listener: the recorded child then exited, a replayed one waited for more);
+  // a parent's while it is open; either as channel.ref()/unref() last set it.
+  let explicit = null;
+  const strong = () => {
+    if (explicit !== null) return explicit;
+    if (target !== process) return true;
+    return target.listenerCount('message') > 0 || target.listenerCount('disconnect') > 0;
+  };
+  const update = () => ev.weak(key, !strong());
+  try {
+    const control = target.channel;
+    for (const [name, state] of [['ref', true], ['unref', false]]) {
+      const real = control[name];
+      if (typeof real !== 'function') continue;
+      control[name] = function () {
+        explicit = state;
+        update();
+        return real.apply(this, arguments);
+      };
+    }
+    if (target === process) {
+      target.on('newListener', (name) => {
+        if (isChannelEvent(name)) Promise.resolve().then(update);
+      });
+      target.on('removeListener', (name) => {
+        if (isChannelEvent(name)) update();
+      });
+    }
+  } catch (e) {
+    ev.fail('following an IPC channel', e);
+  }
   const next = () =>
     ev.await(
       key,
@@ -57,9 +90,9 @@ function channel(ev, target, key) {
         }
         if (!r.d) next();
       },
-      // Not weak: the recorded messages are what this end waits for, whether or not the
-      // other end still holds the channel open.
-      false,
+      // As strong as the channel: the recorded messages are what this end waits for,
+      // whether or not the other end still holds the channel open.
+      !strong(),
     );
   next();
   return { emit, realEmit };

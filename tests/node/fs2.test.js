@@ -184,6 +184,37 @@ console.log(helper.list(process.argv[2]), pkg.v, require('mypkg/package.json').v
   assert.strictEqual(rep.stdout, 'v2 a.txt+b.txt+link+nd+sub two 2.0.0\n');
 });
 
+test('the files of stack frames (Node built-ins, this package) are no input: source-map lookups replay', () => {
+  // What source-map-support does for every frame of a stack it formats (jest's workers and
+  // parent, ts-node): existsSync of the frame's file, then reads. A callback the replay
+  // delivers has this package's frames below it where the recorded one had Node's.
+  const t = setup(`
+const fs = require('fs');
+const path = require('path');
+function lookups(where) {
+  const prep = Error.prepareStackTrace;
+  Error.prepareStackTrace = (_, cs) => cs;
+  const o = {};
+  Error.captureStackTrace(o);
+  const files = o.stack.map((c) => c.getFileName()).filter(Boolean);
+  Error.prepareStackTrace = prep;
+  for (const f of files) if (fs.existsSync(f)) fs.readFileSync(f);
+  console.log(where, fs.readFileSync(path.join(process.argv[2], 'a.txt'), 'utf8'));
+}
+fs.readFile(__filename, () => lookups('readFile'));
+setTimeout(() => lookups('timer'), 1);
+fs.promises.stat(__filename).then(() => lookups('promise'));
+`);
+  const rec = runNode('record', t.log, t.app, { args: [t.d] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /readFile hello world\n/);
+  changeWorld(t.d);
+  const rep = runNode('replay', t.log, t.app, { args: [t.d] });
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.code, 0);
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
+
 test('Node internals calling the hooked functions are not events', () => {
   // fs.rmSync (rimraf: lstatSync/readdirSync), fs.cpSync, fs.realpath (lstat) and a
   // ReadStream (fs.open/fs.read/fs.close) all call hooked functions from Node's own code.
