@@ -289,12 +289,19 @@ const fn atomic(
 /// (groovy's threads replayed with the load in another thread), and when a jar is opened
 /// depends on what was loaded before, the agent's own work included: class loading stays
 /// live, its clock reads too.
-const LIVE_CLOCKS: [&str; 12] = [
+const LIVE_CLOCKS: [&str; 16] = [
     "java/util/concurrent/",
     // Scala 2.11's and Akka's copies of the fork-join pool: an idle worker's timed wait read
     // the clock in a thread the recording did not have (the scala runner, 3 in 9 replays).
     "scala/concurrent/forkjoin/",
     "akka/dispatch/forkjoin/",
+    // okio's timeouts (its watchdog thread checks the deadlines of every read and write in
+    // flight) and okhttp 3's idle-connection cleanup: when those threads read the clock
+    // depends on timing only (okhttp's replay stalled on the watchdog's reads, every time).
+    "okio/AsyncTimeout",
+    "okio/Timeout",
+    "okhttp3/ConnectionPool",
+    "okhttp3/internal/concurrent/",
     "java/lang/ref/",
     "java/lang/Thread",
     "java/lang/ProcessImpl",

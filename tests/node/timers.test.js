@@ -279,3 +279,30 @@ test('a request timeout that fired in the recording is a divergence naming a liv
   assert.match(rep.stderr, /DIVERGENCE/);
   assert.match(rep.stderr, /ran live by rule in this replay: \d+ timer/);
 });
+
+// lru-cache (under every npx run) resets a cached clock with an unref'd 1 ms timer. The
+// recorded run was kept alive a moment longer (a FileHandle closing) and the timer fired;
+// the replay's loop ran dry before it: the firing comes at the drained loop instead of being
+// left over at exit.
+const UNREF_AT_END = `
+const fs = require('fs');
+fs.promises.readFile(__filename).then(() => {
+  setTimeout(() => console.log('unref timer fired'), 1).unref();
+  const t = process.hrtime.bigint();
+  while (process.hrtime.bigint() - t < 3000000n);
+  console.log('done');
+});
+`;
+
+test('an unref\'d timer that fired in the recording while the loop drained fires in replay', () => {
+  const dir = tmpdir('timers-unref-end');
+  const app = script(dir, 'unref.js', UNREF_AT_END);
+  const log = `${dir}/unref.replay`;
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'done\nunref timer fired\n');
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.code, 0);
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
