@@ -751,59 +751,153 @@ function install(ev) {
   } }.readFile, real.promisesReadFile);
 
   // createReadStream. Record: the real stream, with its own push() and emit() watched (not
-  // a 'data' or 'error' listener: those would change its flow and error behaviour): the
-  // chunks and the end (or error) are one completion. Replay: a Readable that pushes the
-  // recorded chunks when the recorded completion order reaches them.
+  // a 'data' or 'error' listener: those would change its flow and error behaviour). Its open
+  // ('o'), each chunk read ('c' with the bytes), the end ('E') and an error ('e') are
+  // completions of the stream's key, in the order the process got them among all others (a
+  // program that pauses the stream and resumes it from a timer gets the rest after that
+  // timer).
   function watchStream(s, key) {
-    const chunks = [];
     let finished = false;
-    const finish = (v) => {
+    const note = (v) => {
       if (finished) return;
-      finished = true;
+      if (v.t !== 'c' && v.t !== 'o') finished = true;
       ev.done(key, v);
     };
     const push = s.push;
     s.push = function (chunk, encoding) {
-      if (chunk === null) finish({ chunks, ended: true });
-      else if (!finished) chunks.push(Buffer.from(chunk, encoding));
+      if (chunk === null) note({ t: 'E' });
+      else note({ t: 'c', b: Buffer.from(chunk, encoding) });
       return push.apply(this, arguments);
     };
     const emit = s.emit;
     s.emit = function (name, arg) {
-      if (name === 'error') finish({ chunks, e: arg });
-      else if (name === 'close') finish({ chunks, ended: false });
+      if (name === 'open') note({ t: 'o' });
+      else if (name === 'error') note({ t: 'e', e: arg });
       return emit.apply(this, arguments);
     };
     return s;
   }
 
-  // `release()` runs when the replayed stream is done, for what its autoClose would close.
+  // Replay: the recorded completions of a stream's key, one at a time, each at its turn.
+  function streamTurns(key) {
+    let ended = false;
+    return (cb) => {
+      if (ended) {
+        cb({ t: 'E' });
+        return;
+      }
+      ev.await(key, (r) => {
+        if (r === ev.LIVE || r === null || typeof r !== 'object') {
+          ended = true;
+          cb({ t: 'e', e: new Error('replay went live: a replayed read stream cannot continue') });
+          return;
+        }
+        if (r.t === 'E' || r.t === 'e') ended = true;
+        cb(r);
+      });
+    };
+  }
+
+  // Replay over a FileHandle: a Readable fed the recorded chunks at their turns. `release()`
+  // runs when the replayed stream is done, for what its autoClose would close.
   function replayStream(key, o, props, release) {
+    const turn = streamTurns(key);
+    let reading = false;
     const s = new Readable({
       encoding: o.encoding || undefined,
       highWaterMark: o.highWaterMark || 64 * 1024,
-      read() {},
+      read() {
+        if (reading) return;
+        reading = true;
+        const more = () =>
+          turn((r) => {
+            if (r.t === 'o') {
+              more();
+              return;
+            }
+            reading = false;
+            s.pending = false;
+            if (r.t === 'c') {
+              s.bytesRead += r.b.length;
+              s.push(r.b);
+            } else if (r.t === 'e') s.destroy(r.e);
+            else s.push(null);
+          });
+        more();
+      },
     });
     Object.assign(s, props);
     s.bytesRead = 0;
     s.pending = true;
-    ev.await(key, (r) => {
-      if (r === ev.LIVE) {
-        s.destroy(new Error('replay went live: a replayed read stream cannot continue'));
-        return;
-      }
-      s.pending = false;
-      for (const c of r.chunks) {
-        s.bytesRead += c.length;
-        s.push(c);
-      }
-      // Before the program's 'close' listeners: the real stream has closed its fd by then.
-      if (o.autoClose !== false) s.prependOnceListener('close', release);
-      if (r.e !== undefined) s.destroy(r.e);
-      else if (r.ended) s.push(null);
-      else s.destroy();
-    });
+    // Before the program's 'close' listeners: the real stream has closed its fd by then.
+    if (o.autoClose !== false) s.prependOnceListener('close', release);
     return s;
+  }
+
+  // Replay of a stream over a path or a hooked descriptor: a real fs.ReadStream (its 'open'
+  // and 'ready' events, fd, bytesRead, close(), instanceof: form-data and exceljs use them,
+  // and a pipe started from 'open' never ran on a plain Readable) whose file-system calls
+  // (the `fs` option) serve the recording: open and each read wait for their recorded turn,
+  // close releases what the stream stood for.
+  function replayReadStream(key, p, o, props, release) {
+    const turn = streamTurns(key);
+    let rest = null; // what a shorter read left of a recorded chunk
+    let nullFd = null;
+    const recorded = {
+      open(path, flags, mode, cb) {
+        turn((r) => {
+          if (r.t === 'e') {
+            cb(r.e);
+            return;
+          }
+          try {
+            nullFd = ev.live(() => real.openSync('/dev/null', 'r'));
+          } catch (e) {
+            cb(e);
+            return;
+          }
+          cb(null, nullFd);
+        });
+      },
+      read(fd, buf, off, len, pos, cb) {
+        const serve = (c) => {
+          if (c.length > len) {
+            rest = c.subarray(len);
+            c = c.subarray(0, len);
+          }
+          c.copy(buf, off);
+          cb(null, c.length, buf);
+        };
+        if (rest !== null) {
+          const c = rest;
+          rest = null;
+          process.nextTick(serve, c);
+          return;
+        }
+        turn((r) => {
+          if (r.t === 'c') serve(r.b);
+          else if (r.t === 'e') cb(r.e);
+          else cb(null, 0, buf);
+        });
+      },
+      close(fd, cb) {
+        if (nullFd !== null) {
+          const n = nullFd;
+          nullFd = null;
+          try {
+            ev.live(() => real.closeSync(n));
+          } catch (_) {
+            // Nothing of the program's.
+          }
+        } else {
+          release();
+        }
+        process.nextTick(cb, null);
+      },
+    };
+    const opts = { ...o, fs: recorded };
+    if (typeof props.fd === 'number') opts.fd = props.fd;
+    return ev.live(() => new fs.ReadStream(p, opts));
   }
 
   // The stream's source: its path, or a hooked descriptor or FileHandle given as `fd`
@@ -849,6 +943,13 @@ function install(ev) {
     if (replaying) {
       const v = ev.replay(K.createReadStream, input);
       if (v === ev.LIVE) return ev.live(() => real.createReadStream.apply(this, args));
+      if ((o.fd == null || typeof o.fd === 'number') && o.fs === undefined) {
+        try {
+          return replayReadStream(key, p, o, src.props, src.release);
+        } catch (_) {
+          // Options Node's ReadStream takes otherwise (a `fs` of the program's own): below.
+        }
+      }
       return replayStream(key, o, src.props, src.release);
     }
     const s = ev.live(() => real.createReadStream.apply(this, args));

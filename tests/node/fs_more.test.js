@@ -276,3 +276,44 @@ fs.copyFile(path.join(d, 'b.txt'), path.join(out, 'b.txt'), (err) => {
   assert.ok(!fs.existsSync(path.join(d, 'out', 'm.txt')));
   assert.strictEqual(fs.readFileSync(path.join(d, 'out', 'tree', 'deep.txt'), 'utf8'), 'deep one');
 });
+
+test('a replayed createReadStream is an fs.ReadStream: open and ready, a pipe from open, close(), pauses between timers', () => {
+  // form-data and exceljs use the ReadStream's own events and methods; a program that
+  // pauses a stream and resumes it from a timer gets the rest after that timer.
+  const t = setup(`${PRELUDE}
+const out = p('copy.txt');
+fs.rmSync(out, { force: true });
+const s = fs.createReadStream(p('big.bin'), { highWaterMark: 16384 });
+const seen = [s instanceof fs.ReadStream, typeof s.close, s.pending];
+s.on('open', (fd) => {
+  seen.push('open', typeof fd);
+  s.pipe(fs.createWriteStream(out)).on('finish', () => {
+    console.log('copied', hash(fs.readFileSync(out)));
+    const t2 = fs.createReadStream(p('a.txt'), { encoding: 'utf8', highWaterMark: 5 });
+    let n = 0;
+    t2.on('data', (c) => {
+      n++;
+      if (n === 1) {
+        t2.pause();
+        setTimeout(() => { console.log('resumed after', JSON.stringify(c)); t2.resume(); }, 5);
+      }
+      if (n === 3) t2.close();
+    });
+    t2.on('close', () => console.log('chunks', n, t2.bytesRead, t2.destroyed));
+    fs.createReadStream(p('missing')).on('error', (e) => console.log('missing', err(e)));
+  });
+});
+s.on('ready', () => seen.push('ready'));
+s.on('end', () => console.log(seen.join(' '), s.bytesRead));
+`);
+  recordChangeReplayIn(t, (out) => {
+    assert.match(out, /^true function true open number ready 70000\ncopied [0-9a-f]{12}\n/);
+    assert.match(out, /resumed after "hello"\n/);
+    assert.match(out, /chunks 3 15 true\n/);
+    assert.match(out, /missing ENOENT open -2 true missing\n/);
+  }, (d) => {
+    fs.writeFileSync(path.join(d, 'big.bin'), 'short now');
+    fs.writeFileSync(path.join(d, 'a.txt'), 'other text entirely');
+    fs.writeFileSync(path.join(d, 'missing'), 'here now');
+  });
+});
