@@ -342,6 +342,26 @@ child exit 0"
     }
 }
 
+/// A program that writes its parent's pid (the launcher's, new at every run) and checks
+/// that the parent is alive.
+const NODE_PPID: &str = r#"
+console.log('parent', process.ppid, process.kill(process.ppid, 0));
+"#;
+
+#[test]
+fn a_node_programs_parent_pid_is_the_recorded_one_in_replay() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "app.js", NODE_PPID);
+    let rec = dir.join("rec");
+    let r = run(dir, &["record", "-o", p(&rec), "--", "node", "app.js"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.ends_with(" true\n"), "{}", r.stdout);
+    let again = run(dir, &["replay", p(&rec), "--", "node", "app.js"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.stdout, r.stdout, "{}", again.stderr);
+}
+
 /// jest's worker pool in small: a forked worker answers, and on 'end' stops listening after a
 /// while (no exit call), which is how the real worker ends; the parent prints a summary from
 /// a timer and the worker's exit.

@@ -464,7 +464,9 @@ pub fn bind_early(env: &mut JNIEnv) {
         else {
             continue;
         };
-        if index_of(&owner, &name, &sig).is_some() && !classes.contains(&owner) {
+        if (index_of(&owner, &name, &sig).is_some() || crate::mgmt::hooked(&owner, &name, &sig))
+            && !classes.contains(&owner)
+        {
             classes.push(owner);
         }
     }

@@ -349,6 +349,7 @@ function install(ev) {
     appendFileSync: [fs, 'appendFileSync'],
     symlinkSync: [fs, 'symlinkSync'],
   };
+  if (typeof fs.openAsBlob === 'function') SLOTS.openAsBlob = [fs, 'openAsBlob'];
   const real = {};
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) real[name] = obj[prop];
   // The .native forms hang off the real functions (which keep them: putting those back
@@ -1749,6 +1750,55 @@ function install(ev) {
   hooks.writeFileSync = mutation('writeFileSync', (a) => pathOf(a[0]));
   hooks.appendFileSync = mutation('appendFileSync', (a) => pathOf(a[0]));
   hooks.symlinkSync = mutation('symlinkSync', two);
+
+  // fs.openAsBlob: one event, the file's bytes read at the call (Node's Blob reads the file
+  // only when it is read, where no hook reaches: an edited file went into the replayed
+  // output), or the error Node's gave.
+  if (real.openAsBlob !== undefined) {
+    kind('openAsBlob', 'node.fs.openAsBlob');
+    hooks.openAsBlob = like(function openAsBlob(p, options) {
+      const where = pathOf(p);
+      if (!ev.on || ev.busy || where === null || fromNode(openAsBlob)) return real.openAsBlob.apply(this, arguments);
+      const type = options !== null && typeof options === 'object' && typeof options.type === 'string' ? options.type : '';
+      const args = arguments;
+      const blobOf = (b) => new Blob([b], { type });
+      const input = `${where} ${type}`;
+      if (replaying) {
+        const v = ev.replay(K.openAsBlob, input);
+        if (v === ev.LIVE) return ev.live(() => real.openAsBlob.apply(this, args));
+        // Node's throws at once for a file it cannot stat.
+        if (v !== null && typeof v === 'object' && v.t !== undefined) throw v.t;
+        const key = ev.opKey(`openAsBlob ${input}`);
+        return new Promise((resolve, reject) => {
+          ev.await(key, (r) => {
+            if (r === ev.LIVE) ev.live(() => real.openAsBlob.apply(this, args)).then(resolve, reject);
+            else if (r.e !== undefined) reject(r.e);
+            else resolve(blobOf(Buffer.from(r.v)));
+          });
+        });
+      }
+      let pending;
+      try {
+        pending = ev.live(() => real.openAsBlob.apply(this, args));
+      } catch (e) {
+        ev.record(K.openAsBlob, input, { t: e });
+        throw e;
+      }
+      const key = ev.opKey(`openAsBlob ${input}`);
+      ev.record(K.openAsBlob, input, null);
+      return pending.then((blob) => blob.arrayBuffer()).then(
+        (ab) => {
+          const b = Buffer.from(ab);
+          complete(key, () => ({ v: b }));
+          return blobOf(b);
+        },
+        (e) => {
+          ev.done(key, { e });
+          throw e;
+        },
+      );
+    }, real.openAsBlob);
+  }
 
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) obj[prop] = hooks[name];
   ev.onDisable(() => {

@@ -75,6 +75,42 @@ function install(ev) {
   }
   const v8 = require('v8');
   for (const name of V8_NAMES) hookOn(v8, name, `node.v8.${name}`, false);
+  // process.ppid, a plain value Node sets at start: read once (an event at the program's first
+  // read of it), then kept. A program that writes its name into its output (a pid file, a
+  // report) wrote the live parent's. Replay maps a signal sent to the recorded parent's pid
+  // to the live parent (process.kill, as for children's pids; foreground-child's watchdog
+  // checks its parent so).
+  {
+    const desc = Object.getOwnPropertyDescriptor(process, 'ppid');
+    if (desc && desc.configurable && 'value' in desc) {
+      const kind = ev.kind('node.process.ppid');
+      let value = desc.value;
+      let read = false;
+      Object.defineProperty(process, 'ppid', {
+        configurable: true,
+        enumerable: desc.enumerable,
+        get() {
+          if (read || !ev.on || ev.busy) return value;
+          read = true;
+          if (!replaying) {
+            ev.record(kind, null, value);
+            return value;
+          }
+          const r = ev.replay(kind, null);
+          if (r !== ev.LIVE && typeof r === 'number') {
+            if (ev.livePids && r !== value) ev.livePids.set(r, value);
+            value = r;
+          }
+          return value;
+        },
+        set(v) {
+          read = true;
+          value = v;
+        },
+      });
+      restore.push(() => Object.defineProperty(process, 'ppid', { ...desc, value }));
+    }
+  }
   ev.onDisable(() => {
     for (const r of restore) r();
   });

@@ -18,6 +18,10 @@
 const os = require('os');
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+// Signals a program listens for as messages (a server reloading on SIGUSR2, a terminal
+// program redrawing on SIGWINCH): with a listener, each is a completion like the three
+// above. Without one, their default actions are not recorded.
+const HANDLED = [...SIGNALS, 'SIGUSR1', 'SIGUSR2', 'SIGWINCH', 'SIGCONT', 'SIGQUIT', 'SIGALRM', 'SIGPIPE', 'SIGTSTP'];
 // The key the native handler records a default action under (src/signals.rs).
 const DEFAULT_ACTION = (sig) => `signal ${sig} (default action)`;
 
@@ -27,9 +31,9 @@ const DEFAULT_ACTION = (sig) => `signal ${sig} (default action)`;
 function install(ev, native, end) {
   const replaying = ev.mode === 'replay';
   const realEmit = process.emit;
-  const counts = new Map(SIGNALS.map((s) => [s, 0]));
+  const counts = new Map(HANDLED.map((s) => [s, 0]));
   // Replay: real signals of each kind let through so far (see below).
-  const real = new Map(SIGNALS.map((s) => [s, 0]));
+  const real = new Map(HANDLED.map((s) => [s, 0]));
   let delivering = false;
 
   // What Node's signal handle makes: emit(sig, sig, signum). A program emitting the name
@@ -67,7 +71,7 @@ function install(ev, native, end) {
   // listeners in both.)
   {
     process.on('removeListener', (name) => {
-      if (!replaying && counts.has(name) && process.listenerCount(name) === 0 && ev.on) {
+      if (!replaying && SIGNALS.includes(name) && process.listenerCount(name) === 0 && ev.on) {
         try {
           native.signalDefault(os.constants.signals[name]);
         } catch (e) {
@@ -78,8 +82,9 @@ function install(ev, native, end) {
   }
 
   if (replaying) {
-    for (const sig of SIGNALS) {
+    for (const sig of HANDLED) {
       const signum = os.constants.signals[sig];
+      if (typeof signum !== 'number') continue;
       const watchHandled = () => {
         ev.watch(`signal ${sig}#${counts.get(sig) + 1}`, (v) => {
           if (v === ev.LIVE) return;
@@ -94,6 +99,7 @@ function install(ev, native, end) {
         });
       };
       watchHandled();
+      if (!SIGNALS.includes(sig)) continue;
       ev.watch(DEFAULT_ACTION(sig), (v) => {
         if (v === ev.LIVE) return;
         let status = 0;

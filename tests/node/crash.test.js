@@ -210,3 +210,49 @@ again();
     assert.strictEqual(rep.stdout, recorded, `run ${run}`);
   }
 });
+
+// A program that takes SIGUSR2 (a reload) and SIGWINCH as messages: each is a completion at
+// its place among the program's timers, as SIGTERM's is.
+test('SIGUSR2 and SIGWINCH a program listens for come back at their recorded place', async () => {
+  const d = tmpdir('signal-usr');
+  const app = script(d, 'usr.js', `
+let n = 0;
+let ticks = 0;
+const got = (s) => {
+  n++;
+  console.log('got', s, n, 'after tick', ticks);
+  if (n === 2) process.exit(0);
+};
+process.on('SIGUSR2', got);
+process.on('SIGWINCH', got);
+setInterval(() => ticks++, 20);
+console.log('ready');
+`);
+  const log = path.join(d, 'usr.replay');
+  const rec = await new Promise((resolve, reject) => {
+    const env = cleanEnv({ REPLAY_MODE: 'record', REPLAY_LOG: log });
+    const child = spawn(process.execPath, ['--require', PKG, app], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (x) => {
+      if (out === '') {
+        setTimeout(() => child.kill('SIGUSR2'), 150);
+        setTimeout(() => child.kill('SIGWINCH'), 300);
+      }
+      out += x;
+    });
+    child.stderr.on('data', (x) => (err += x));
+    const guard = setTimeout(() => child.kill('SIGKILL'), 20000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(guard);
+      resolve({ code, stdout: out, stderr: err });
+    });
+  });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^ready\ngot SIGUSR2 1 after tick \d+\ngot SIGWINCH 2 after tick \d+\n$/);
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.code, 0);
+  assert.strictEqual(rep.stdout, rec.stdout);
+});

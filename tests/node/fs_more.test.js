@@ -317,3 +317,18 @@ s.on('end', () => console.log(seen.join(' '), s.bytesRead));
     fs.writeFileSync(path.join(d, 'missing'), 'here now');
   });
 });
+
+test('fs.openAsBlob replays the recorded bytes after the file changed', () => {
+  const t = setup(`${PRELUDE}
+fs.openAsBlob(p('a.txt'), { type: 'text/plain' }).then(async (b) => {
+  console.log(b.size, b.type, JSON.stringify(await b.text()));
+  return fs.openAsBlob(p('missing'));
+}).catch((e) => console.log('missing', e.code));
+`);
+  recordChangeReplayIn(t, (out) => {
+    assert.strictEqual(out, '26 text/plain "hello web stream\\nline two\\n"\nmissing ERR_INVALID_ARG_VALUE\n');
+  }, (d) => {
+    fs.writeFileSync(path.join(d, 'a.txt'), 'edited');
+    fs.writeFileSync(path.join(d, 'missing'), 'here now');
+  });
+});

@@ -701,6 +701,39 @@ fn fetched_values_a_thread_leaves_unused_are_a_divergence_at_its_end() {
 
 /// `RuntimeMXBean.getUptime()`/`getStartTime()` (servers log them at start: Jetty's "Started
 /// @359ms") come back as recorded: two live runs differ, the replay prints the recorded ones.
+/// The heap sizes and the processor count come back from the recording, on a JVM given
+/// another heap limit and another processor count than the recorded one.
+#[test]
+fn heap_sizes_and_processor_count_replay_on_another_machine_shape() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("machine.replay");
+        let rec = Some(format!("record,log={}", log.display()));
+        let recorded = ok(
+            &java(
+                jdk,
+                dir.path(),
+                &["-Xmx200m", "-XX:ActiveProcessorCount=2"],
+                rec.as_deref(),
+                "Machine",
+                &[],
+            ),
+            "record",
+        );
+        let other = ["-Xmx300m", "-XX:ActiveProcessorCount=1"];
+        let live = ok(&java(jdk, dir.path(), &other, None, "Machine", &[]), "live");
+        assert_ne!(
+            live.lines().next(),
+            recorded.lines().next(),
+            "the other shape shows live"
+        );
+        let rep = Some(format!("replay,log={}", log.display()));
+        let replayed = java(jdk, dir.path(), &other, rep.as_deref(), "Machine", &[]);
+        assert_eq!(ok(&replayed, "replay"), recorded, "{}", name(jdk));
+        assert!(replayed.stderr.trim().is_empty(), "{}", replayed.stderr);
+    }
+}
+
 /// Script engines call the clocks through reflection and method handles: no call site names
 /// `System.nanoTime`, so those reads reach the JVM's natives. Their values come back in replay.
 #[test]
