@@ -75,3 +75,63 @@ test('asking for other bytes than recorded is a divergence', () => {
   assert.match(other.stderr, /node\.crypto\.randomBytes/);
   assert.match(other.stderr, /app\.js:\d+/);
 });
+
+// Keys and primes OpenSSL makes from its own randomness, written to a file (a keygen CLI):
+// the replay writes the recorded ones, without generating anything.
+const KEYGEN = `
+const crypto = require('crypto');
+const fs = require('fs');
+const h = (b) => crypto.createHash('sha256').update(b).digest('hex').slice(0, 16);
+const out = [];
+const { privateKey, publicKey } = crypto.generateKeyPairSync('rsa', {
+  modulusLength: 1024,
+  publicKeyEncoding: { type: 'spki', format: 'pem' },
+  privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+});
+out.push(privateKey, publicKey);
+const ed = crypto.generateKeyPairSync('ed25519');
+out.push(h(ed.privateKey.export({ type: 'pkcs8', format: 'der' })), ed.publicKey.asymmetricKeyType);
+out.push(h(crypto.generateKeySync('hmac', { length: 256 }).export()));
+out.push(String(crypto.generatePrimeSync(48, { bigint: true })));
+const ecdh = crypto.createECDH('prime256v1');
+out.push(ecdh.generateKeys('hex'));
+const group = crypto.getDiffieHellman('modp14');
+group.generateKeys();
+const peer = crypto.getDiffieHellman('modp14');
+peer.generateKeys();
+out.push(h(group.computeSecret(peer.getPublicKey())) === h(peer.computeSecret(group.getPublicKey())));
+try {
+  crypto.generateKeyPairSync('nonsense');
+} catch (e) {
+  out.push(e.code);
+}
+crypto.generateKeyPair('ec', { namedCurve: 'P-256' }, async (err, pub, priv) => {
+  out.push(err, h(priv.export({ type: 'pkcs8', format: 'der' })), h(pub.export({ type: 'spki', format: 'der' })));
+  const s = globalThis.crypto.subtle;
+  const pair = await s.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify']);
+  out.push(h(Buffer.from(await s.exportKey('pkcs8', pair.privateKey))), pair.publicKey.usages.join(','));
+  const aes = await s.generateKey({ name: 'AES-GCM', length: 128 }, false, ['encrypt']);
+  out.push(aes.extractable, aes.algorithm.length);
+  fs.writeFileSync(process.argv[2], out.join('\\n'));
+  console.log(h(out.join('\\n')));
+});
+`;
+
+test('generated keys and primes replay as recorded and go into the files again', () => {
+  const dir = tmpdir('crypto-keygen');
+  const app = script(dir, 'keygen.js', KEYGEN);
+  const log = path.join(dir, 'keygen.replay');
+  const file = path.join(dir, 'keys.txt');
+  const rec = runNode('record', log, app, { args: [file] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const recorded = require('fs').readFileSync(file, 'utf8');
+  assert.match(recorded, /^-----BEGIN PRIVATE KEY-----/);
+  assert.match(recorded, /\ntrue\nERR_INVALID_ARG_VALUE\n\n[0-9a-f]{16}\n[0-9a-f]{16}\n[0-9a-f]{16}\nverify\nfalse\n128$/);
+  const live = runNode(null, null, app, { args: [file] });
+  assert.notStrictEqual(live.stdout, rec.stdout, 'two live runs make other keys');
+  const rep = runNode('replay', log, app, { args: [file] });
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.code, 0);
+  assert.strictEqual(rep.stdout, rec.stdout);
+  assert.strictEqual(require('fs').readFileSync(file, 'utf8'), recorded);
+});
