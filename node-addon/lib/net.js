@@ -521,6 +521,20 @@ function secured(sock, info) {
 }
 
 function install(ev) {
+  // UDP (dgram) is not recorded: a replay says so when the program makes a socket (loaded
+  // for that in replay only: 0.5 ms).
+  if (ev.mode === 'replay') {
+    const dgram = require('dgram');
+    const realCreateSocket = dgram.createSocket;
+    const createSocket = like(function createSocket() {
+      if (ev.on && !ev.busy) ev.ranLive('UDP socket');
+      return realCreateSocket.apply(this, arguments);
+    }, realCreateSocket);
+    dgram.createSocket = createSocket;
+    ev.onDisable(() => {
+      if (dgram.createSocket === createSocket) dgram.createSocket = realCreateSocket;
+    });
+  }
   const replaying = ev.mode === 'replay';
   const redact = redactor(ev);
   const P = net.Socket.prototype;
@@ -877,6 +891,7 @@ function install(ev) {
       // A TLS server's connections are ciphertext below and not recorded above: in replay it
       // serves whoever connects now, which the end of the replay says.
       if (ev.on && server instanceof tls.Server) ev.ranLive('TLS server');
+      if (ev.on && typeof a === 'string') ev.ranLive('unix socket');
       if (ev.on && a !== null && typeof a === 'object' && typeof a.port === 'number' && !(server instanceof tls.Server)) {
         try {
           listening(server, a.port);
@@ -1011,6 +1026,7 @@ function install(ev) {
     const options = norm[0];
     // Unix sockets, and ports the real connect rejects, go the real way.
     if (options.path || options.port == null || !Number.isInteger(Number(options.port))) {
+      if (options.path && ev.on) ev.ranLive('unix socket');
       return real.connect.apply(this, args);
     }
     if (ownPorts.has(Number(options.port)) && loopback(options.host || 'localhost')) {

@@ -420,7 +420,7 @@ pub fn exit_status(code: i32) -> Res<()> {
 /// What the JS side counts as let run live by rule ([`ran_live`]); the core keeps static
 /// names. Whether replay sees nothing of what it does (its own output goes to the inherited
 /// stdout, its reads are not replayed): then a replay that did not diverge says so at its end.
-const LIVE_KINDS: [(&str, bool); 7] = [
+const LIVE_KINDS: [(&str, bool); 9] = [
     ("worker thread", true),
     ("child process", true),
     // Replayed from its own log by the process tree, which checks it (and the launcher says
@@ -433,7 +433,25 @@ const LIVE_KINDS: [(&str, bool); 7] = [
     ("native addon", true),
     // A TLS server of the program (lib/net.js): it serves the clients of the replay's time.
     ("TLS server", true),
+    // Not recorded (lib/net.js): UDP, and sockets on a file-system path. What comes over
+    // them is the world of the replay's time: said at once, as a replay whose peer is gone
+    // may wait for ever.
+    ("UDP socket", true),
+    ("unix socket", true),
 ];
+
+/// Kinds of [`LIVE_KINDS`] said on stderr at their first use, not only at the end.
+const SAID_AT_ONCE: [(&str, &str); 2] = [
+    (
+        "UDP socket",
+        "UDP sockets are not recorded: this replay's talk to whoever sends now, and waits for ever for a sender that is gone",
+    ),
+    (
+        "unix socket",
+        "sockets on a file-system path are not recorded: this replay's talk to whoever listens or connects there now",
+    ),
+];
+static SAID: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
 
 /// Replay: one thing of kind `what` (one of [`LIVE_KINDS`]) ran live by rule; reports list
 /// the counts.
@@ -445,6 +463,13 @@ pub fn ran_live(what: String) -> Res<()> {
                 Some((k, true)) => a.core.ran_unchecked(k),
                 Some((k, false)) => a.core.ran_live(k),
                 None => {}
+            }
+            if let Some((k, line)) = SAID_AT_ONCE.iter().find(|(k, _)| *k == what) {
+                let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+                if !said.contains(k) {
+                    said.push(k);
+                    eprintln!("replay: warning: {line}");
+                }
             }
         }
         Ok(())

@@ -65,3 +65,34 @@ console.log('loaded');
   assert.strictEqual(rep.stdout, 'loaded\n');
   assert.match(rep.stderr, /could not check everything: ran live \(1 native addon\)/);
 });
+
+test('UDP and unix-socket traffic, not recorded, is said at once and at the end of a replay', () => {
+  const d = tmpdir('replay-udp');
+  const sock = path.join(d, 's.sock');
+  const app = script(d, 'udp.js', `
+const dgram = require('dgram');
+const net = require('net');
+const u = dgram.createSocket('udp4');
+u.on('message', (m) => {
+  u.close();
+  const srv = net.createServer((c) => c.end('pong')).listen(${JSON.stringify(sock)}, () => {
+    net.connect(${JSON.stringify(sock)}).on('data', (x) => {
+      console.log('udp', String(m), 'unix', String(x));
+      srv.close();
+    });
+  });
+});
+u.bind(0, '127.0.0.1', () => u.send('ping', u.address().port, '127.0.0.1'));
+`);
+  const log = path.join(d, 'udp.replay');
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stderr, '');
+  assert.strictEqual(rec.stdout, 'udp ping unix pong\n');
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stdout, rec.stdout);
+  assert.match(rep.stderr, /^replay: warning: UDP sockets are not recorded: [^\n]*\n/);
+  assert.match(rep.stderr, /\nreplay: warning: sockets on a file-system path are not recorded: [^\n]*\n/);
+  assert.match(rep.stderr, /could not check everything: ran live \(1 UDP socket, 2 unix socket\)/);
+});
