@@ -75,6 +75,83 @@ function install(ev) {
   }
   const v8 = require('v8');
   for (const name of V8_NAMES) hookOn(v8, name, `node.v8.${name}`, false);
+  // perf_hooks: marks and measures take their times from Node's own clock (not the hooked
+  // performance.now), and the event loop's utilization is measured live; programs write
+  // them into reports (a timing breakdown, a benchmark's JSON). A mark is made in replay at
+  // its recorded startTime; a measure with its recorded start and duration; the utilization
+  // is recorded per call.
+  const perf = globalThis.performance;
+  if (perf && typeof perf.mark === 'function' && typeof perf.measure === 'function') {
+    hookOn(perf, 'eventLoopUtilization', 'node.performance.eventLoopUtilization', true);
+    const kMark = ev.kind('node.performance.mark');
+    const kMeasure = ev.kind('node.performance.measure');
+    const realMark = perf.mark;
+    const realMeasure = perf.measure;
+    const timed = (k, name, run, again) => {
+      if (!ev.on || ev.busy) return run();
+      const input = String(name);
+      if (!replaying) {
+        const e = ev.live(run);
+        if (e && typeof e.startTime === 'number') ev.record(k, input, { s: e.startTime, d: e.duration });
+        return e;
+      }
+      const r = ev.replay(k, input);
+      if (r === ev.LIVE || r === null || typeof r !== 'object') return ev.live(run);
+      return ev.live(() => again(r));
+    };
+    const mark = {
+      mark(name, options) {
+        const self = this;
+        const args = arguments;
+        if (options !== null && typeof options === 'object' && options.startTime !== undefined) {
+          return Reflect.apply(realMark, self, args);
+        }
+        const detail = options !== null && typeof options === 'object' ? options.detail : undefined;
+        return timed(kMark, name, () => Reflect.apply(realMark, self, args),
+          (r) => Reflect.apply(realMark, self, [name, { detail, startTime: r.s }]));
+      },
+    }.mark;
+    const measure = {
+      measure(name, startOrOptions, endMark) {
+        const self = this;
+        const args = arguments;
+        const detail = startOrOptions !== null && typeof startOrOptions === 'object' ? startOrOptions.detail : undefined;
+        return timed(kMeasure, name, () => Reflect.apply(realMeasure, self, args),
+          (r) => Reflect.apply(realMeasure, self, [name, { detail, start: r.s, duration: r.d }]));
+      },
+    }.measure;
+    // nodeTiming's getters (bootstrapComplete, loopStart, idleTime, ...): per read.
+    const timing = perf.nodeTiming;
+    if (timing !== null && typeof timing === 'object') {
+      const kTiming = ev.kind('node.performance.nodeTiming');
+      for (const n of Object.getOwnPropertyNames(timing)) {
+        const desc = Object.getOwnPropertyDescriptor(timing, n);
+        if (!desc || typeof desc.get !== 'function' || !desc.configurable) continue;
+        const get = desc.get;
+        Object.defineProperty(timing, n, {
+          ...desc,
+          get() {
+            const v = Reflect.apply(get, this, []);
+            if (!ev.on || ev.busy || typeof v !== 'number') return v;
+            if (!replaying) {
+              ev.record(kTiming, n, v);
+              return v;
+            }
+            const r = ev.replay(kTiming, n);
+            return r === ev.LIVE ? v : r;
+          },
+        });
+        restore.push(() => Object.defineProperty(timing, n, desc));
+      }
+    }
+    for (const [n, hook, realFn] of [['mark', mark, realMark], ['measure', measure, realMeasure]]) {
+      Object.defineProperty(hook, 'length', { value: realFn.length, configurable: true });
+      perf[n] = hook;
+      restore.push(() => {
+        if (perf[n] === hook) delete perf[n];
+      });
+    }
+  }
   // process.ppid, a plain value Node sets at start: read once (an event at the program's first
   // read of it), then kept. A program that writes its name into its output (a pid file, a
   // report) wrote the live parent's. Replay maps a signal sent to the recorded parent's pid

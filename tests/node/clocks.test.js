@@ -196,3 +196,35 @@ test('what process says about its run (uptime, memory, CPU time, resources, V8 h
   const live = runNode(null, null, app);
   assert.notStrictEqual(live.stdout, rec.stdout);
 });
+
+test('perf_hooks marks, measures, event loop utilization and nodeTiming are the recorded run\'s', () => {
+  const dir = tmpdir('replay-perf-hooks');
+  const app = script(
+    dir,
+    'perf.js',
+    `const { performance } = require('perf_hooks');
+     const fs = require('fs');
+     performance.mark('start', { detail: 'd' });
+     setTimeout(() => {
+       performance.mark('end');
+       const a = performance.measure('work', 'start');
+       const b = performance.measure('between', 'start', 'end');
+       const elu = performance.eventLoopUtilization();
+       const marks = performance.getEntriesByType('mark').map((m) => [m.name, m.startTime, m.detail]);
+       fs.writeFileSync(process.argv[2], JSON.stringify([a.duration, a.startTime, b.duration, elu,
+         performance.eventLoopUtilization(elu).utilization, performance.nodeTiming.bootstrapComplete, marks]));
+       console.log('written');
+     }, 30);`,
+  );
+  const log = path.join(dir, 'perf.replay');
+  const out = path.join(dir, 'timings.json');
+  const rec = runNode('record', log, app, { args: [out] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const recorded = require('fs').readFileSync(out, 'utf8');
+  const rep = runNode('replay', log, app, { args: [out] });
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.code, 0);
+  assert.strictEqual(require('fs').readFileSync(out, 'utf8'), recorded);
+  runNode(null, null, app, { args: [out] });
+  assert.notStrictEqual(require('fs').readFileSync(out, 'utf8'), recorded, 'two live runs differ');
+});
