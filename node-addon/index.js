@@ -95,6 +95,17 @@ if (isMainThread && !globalThis[LOADED]) {
   installWorker();
 }
 
+// Whether `v` holds a SharedArrayBuffer (itself, a view of one, or within `depth` levels of
+// arrays and plain objects).
+function sharesMemory(v, depth) {
+  if (typeof SharedArrayBuffer === 'undefined' || v === null || typeof v !== 'object') return false;
+  if (v instanceof SharedArrayBuffer) return true;
+  if (ArrayBuffer.isView(v)) return v.buffer instanceof SharedArrayBuffer;
+  if (depth <= 0) return false;
+  const values = Array.isArray(v) ? v : Object.getPrototypeOf(v) === Object.prototype ? Object.values(v) : [];
+  return values.some((x) => sharesMemory(x, depth - 1));
+}
+
 // A worker thread: its hooks cross to the native side per call (src/lib.rs, "worker
 // threads"); its output reaches the main thread's stdout/stderr, which records it there.
 function installWorker() {
@@ -116,6 +127,16 @@ function installWorker() {
   }
   if (started !== 'record' && started !== 'replay') return;
   api.mode = started;
+  // Memory shared with this thread (a SharedArrayBuffer in its workerData): what the threads
+  // do to it, and in which order, is not recorded (Atomics tickets taken in another order
+  // went into a file without a word). A replay counts it as unchecked.
+  if (started === 'replay') {
+    try {
+      if (sharesMemory(require('worker_threads').workerData, 3)) native.ranLive('shared memory');
+    } catch (_) {
+      // Only the note is lost.
+    }
+  }
   const K_WORKER_RANDOM = 7;
   const RealDate = globalThis.Date;
   const realNow = RealDate.now;

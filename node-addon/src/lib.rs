@@ -420,7 +420,7 @@ pub fn exit_status(code: i32) -> Res<()> {
 /// What the JS side counts as let run live by rule ([`ran_live`]); the core keeps static
 /// names. Whether replay sees nothing of what it does (its own output goes to the inherited
 /// stdout, its reads are not replayed): then a replay that did not diverge says so at its end.
-const LIVE_KINDS: [(&str, bool); 9] = [
+const LIVE_KINDS: [(&str, bool); 10] = [
     ("worker thread", true),
     ("child process", true),
     // Replayed from its own log by the process tree, which checks it (and the launcher says
@@ -438,6 +438,9 @@ const LIVE_KINDS: [(&str, bool); 9] = [
     // may wait for ever.
     ("UDP socket", true),
     ("unix socket", true),
+    // A SharedArrayBuffer a worker thread got (index.js): the threads' reads and writes of
+    // it, and their order, are not recorded.
+    ("shared memory", true),
 ];
 
 /// Kinds of [`LIVE_KINDS`] said on stderr at their first use, not only at the end.

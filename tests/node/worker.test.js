@@ -136,3 +136,26 @@ test('messages racing over program-made message ports arrive in their recorded o
     assert.strictEqual(rep.stdout, rec.stdout);
   }
 });
+
+test('a worker given shared memory is counted as unchecked at the end of its replay', () => {
+  const dir = tmpdir('replay-sab');
+  const app = script(dir, 'sab.js', `
+const { Worker, isMainThread, workerData } = require('worker_threads');
+if (isMainThread) {
+  const a = new Int32Array(new SharedArrayBuffer(8));
+  new Worker(__filename, { workerData: { a } }).on('exit', () => console.log('sum', a[0], a[1]));
+} else {
+  Atomics.add(workerData.a, 0, 5);
+  workerData.a[1] = 7;
+}
+`);
+  const log = require('path').join(dir, 'sab.replay');
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'sum 5 7\n');
+  assert.strictEqual(rec.stderr, '');
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stdout, rec.stdout);
+  assert.match(rep.stderr, /could not check everything: ran live \(1 shared memory\)/);
+});
