@@ -36,6 +36,12 @@ pub const TARGETS: &[(&str, &str, &str)] = &[
         "getSystemEntropy",
         "()[B",
     ),
+    // The seeds SHA1PRNG and DRBG read from /dev/random (src/entropy.rs).
+    (
+        "sun/security/provider/SeedGenerator",
+        "generateSeed",
+        "([B)V",
+    ),
 ];
 
 /// A virtual call replaced, in one class, by a static call of the hook class that takes the
@@ -245,7 +251,46 @@ pub const SITES: &[Site] = &[
     ),
     atomic(COMPLETER, "compareAndSet", "(II)Z", "atomCas", ATOMIC_CAS),
     atomic(COMPLETER, "set", "(I)V", "atomSet", ATOMIC_SET),
+    // NativePRNG's `INSTANCE.implNextBytes(bytes)` (SecureRandom's default, UUID.randomUUID):
+    // the bytes are one event of the caller (src/entropy.rs). Its /dev/urandom reads happen
+    // under one lock for every thread: as events, a replayed thread waiting for its read's
+    // turn held the lock the thread whose turn it was needed (UUIDs from several threads).
+    // Its `implGenerateSeed(n)` (reads /dev/random) likewise.
+    prng(PRNG, false),
+    prng(PRNG, true),
+    prng("sun/security/provider/NativePRNG$Blocking", false),
+    prng("sun/security/provider/NativePRNG$Blocking", true),
+    prng("sun/security/provider/NativePRNG$NonBlocking", false),
+    prng("sun/security/provider/NativePRNG$NonBlocking", true),
 ];
+
+const PRNG: &str = "sun/security/provider/NativePRNG";
+
+/// NativePRNG's (or a variant's) call of `implNextBytes` or, with `seed`, `implGenerateSeed`.
+const fn prng(class: &'static str, seed: bool) -> Site {
+    let owner = "sun/security/provider/NativePRNG$RandomIO";
+    if seed {
+        Site {
+            class,
+            owner,
+            interface: false,
+            name: "implGenerateSeed",
+            desc: "(I)[B",
+            hook: "prngGenerateSeed",
+            hook_desc: "(Ljava/lang/Object;I)[B",
+        }
+    } else {
+        Site {
+            class,
+            owner,
+            interface: false,
+            name: "implNextBytes",
+            desc: "([B)V",
+            hook: "prngNextBytes",
+            hook_desc: "(Ljava/lang/Object;[B)V",
+        }
+    }
+}
 
 const SELECTOR: &str = "jdk/internal/net/http/HttpClientImpl$SelectorManager";
 const FACADE: &str = "jdk/internal/net/http/HttpClientFacade";

@@ -62,6 +62,12 @@ const LOADING: &[&str] = &[
     "java/util/ServiceLoader",
     "java/util/ResourceBundle",
     "sun/launcher/",
+    // The JDK's own configuration and devices, read in class initializers whichever thread
+    // gets there first (UUID's SecureRandom from several threads): the security properties,
+    // and NativePRNG's /dev/random and /dev/urandom (what it makes of them is recorded at its
+    // API, src/entropy.rs).
+    "java/security/Security",
+    "sun/security/provider/NativePRNG",
 ];
 
 /// JDK plumbing a loading or program frame reaches the file through.
@@ -81,6 +87,7 @@ const IO: &[&str] = &[
     "jdk/internal/util/",
     "jdk/internal/access/",
     "java/security/AccessController",
+    "sun/security/provider/FileInputStreamPool",
 ];
 
 /// Frames read by the first `GetStackTrace`. The walk costs ~0.5 us for the first frames of

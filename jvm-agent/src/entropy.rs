@@ -16,8 +16,9 @@
 
 use crate::fileio::{begin, pending_exception};
 use crate::{apply, clear_exception, guarded, java_stack};
-use jni::objects::{JByteArray, JClass};
-use jni::sys::jbyteArray;
+use jni::objects::{JByteArray, JClass, JMethodID, JObject, JValue};
+use jni::signature::{Primitive, ReturnType};
+use jni::sys::{jboolean, jbyteArray, jint};
 use jni::JNIEnv;
 use replay_core::session::Session;
 use replay_core::{Payload, PayloadRef};
@@ -95,4 +96,179 @@ pub extern "system" fn Java_java_lang_ReplayHooks_entropy0<'l>(
             }
         }
     })
+}
+
+/// NativePRNG's output, one event per `implNextBytes` of the program (`ReplayHooks.prngNextBytes`,
+/// a call site redirected in `NativePRNG` and its `Blocking`/`NonBlocking` variants).
+const PRNG_KIND: &str = "java.security.SecureRandom.nextBytes";
+
+/// `ReplayHooks.prngCall0(io, bytes)`: `io.implNextBytes(bytes)` through JNI (the class is
+/// private to its package). An exception it throws stays pending for the caller.
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_prngCall0<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    io: JObject<'l>,
+    bytes: JByteArray<'l>,
+) {
+    static ID: OnceLock<Option<JMethodID>> = OnceLock::new();
+    let id = *ID.get_or_init(|| {
+        let c = env.get_object_class(&io).ok()?;
+        let id = env.get_method_id(&c, "implNextBytes", "([B)V").ok();
+        let _ = env.delete_local_ref(c);
+        id
+    });
+    let Some(id) = id else {
+        clear_exception(&mut env);
+        let _ = env.throw_new(
+            "java/security/ProviderException",
+            "replay: NativePRNG's implNextBytes not found",
+        );
+        return;
+    };
+    // SAFETY: the ID of `void implNextBytes(byte[])` of io's class, one byte[] argument.
+    let _ = unsafe {
+        env.call_method_unchecked(
+            &io,
+            id,
+            ReturnType::Primitive(Primitive::Void),
+            &[JValue::Object(&bytes).as_jni()],
+        )
+    };
+}
+
+/// `ReplayHooks.prngSeed0(io, n)`: `io.implGenerateSeed(n)` through JNI.
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_prngSeed0<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    io: JObject<'l>,
+    n: jint,
+) -> jbyteArray {
+    static ID: OnceLock<Option<JMethodID>> = OnceLock::new();
+    let id = *ID.get_or_init(|| {
+        let c = env.get_object_class(&io).ok()?;
+        let id = env.get_method_id(&c, "implGenerateSeed", "(I)[B").ok();
+        let _ = env.delete_local_ref(c);
+        id
+    });
+    let Some(id) = id else {
+        clear_exception(&mut env);
+        let _ = env.throw_new(
+            "java/security/ProviderException",
+            "replay: NativePRNG's implGenerateSeed not found",
+        );
+        return std::ptr::null_mut();
+    };
+    // SAFETY: the ID of `byte[] implGenerateSeed(int)` of io's class, one int argument.
+    let r = unsafe {
+        env.call_method_unchecked(&io, id, ReturnType::Object, &[JValue::Int(n).as_jni()])
+    };
+    match r.and_then(|v| v.l()) {
+        Ok(o) => o.into_raw(),
+        Err(_) => std::ptr::null_mut(),
+    }
+}
+
+/// The input digest of a call: which (0 NativePRNG's bytes, 1 its seed, 2 SeedGenerator's
+/// seed) and how many bytes.
+fn prng_digest(len: usize, which: jint) -> u64 {
+    let which: &[u8] = match which {
+        0 => b"next",
+        1 => b"seed",
+        _ => b"seedgen",
+    };
+    replay_core::digest(&[which, &(len as u64).to_le_bytes()])
+}
+
+/// `ReplayHooks.seedGen0(bytes)`: `SeedGenerator.generateSeed(bytes)` through JNI (the
+/// method is package-private).
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_seedGen0<'l>(
+    mut env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    bytes: JByteArray<'l>,
+) {
+    let _ = env.call_static_method(
+        "sun/security/provider/SeedGenerator",
+        "generateSeed",
+        "([B)V",
+        &[JValue::Object(&bytes)],
+    );
+}
+
+/// `ReplayHooks.prngRecord0(bytes)`: record, the bytes just made, as this thread's event.
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_prngRecord0<'l>(
+    env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    bytes: JByteArray<'l>,
+    which: jint,
+) {
+    let raw = env.get_raw();
+    guarded(PRNG_KIND, (), || {
+        let Some(mut c) = begin(raw) else { return };
+        let Ok(data) = c.env.convert_byte_array(&bytes) else {
+            clear_exception(&mut c.env);
+            return;
+        };
+        let a = c.a;
+        if let Session::Record(_) = &a.core.session {
+            let kind = a.core.intern(PRNG_KIND);
+            let d = prng_digest(data.len(), which);
+            crate::record_direct(a, kind, 0, Some(d), PayloadRef::Bytes(&data));
+        }
+    })
+}
+
+/// `ReplayHooks.prngReplay0(bytes)`: replay, fills `bytes` with the recorded ones; false
+/// when this call runs live (a thread of no events, or replay gone live).
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_prngReplay0<'l>(
+    env: JNIEnv<'l>,
+    _c: JClass<'l>,
+    bytes: JByteArray<'l>,
+    which: jint,
+) -> jboolean {
+    let raw = env.get_raw();
+    let served = guarded(PRNG_KIND, false, || {
+        let Some(mut c) = begin(raw) else {
+            return false;
+        };
+        let a = c.a;
+        let Session::Replay(_) = &a.core.session else {
+            return false;
+        };
+        let Ok(len) = c.env.get_array_length(&bytes) else {
+            clear_exception(&mut c.env);
+            return false;
+        };
+        let kind = a.core.intern(PRNG_KIND);
+        let d = prng_digest(len as usize, which);
+        let env = std::cell::RefCell::new(&mut c.env);
+        let stack = || java_stack(a, &mut env.borrow_mut());
+        let Some(e) = apply(a.core.replay(kind, 0, Some(d), &stack)) else {
+            return false;
+        };
+        let env = env.into_inner();
+        match e.payload {
+            Payload::Bytes { data } if data.len() == len as usize => {
+                // SAFETY: u8 and i8 have the same layout.
+                let signed: &[i8] =
+                    unsafe { std::slice::from_raw_parts(data.as_ptr() as *const i8, data.len()) };
+                env.set_byte_array_region(&bytes, 0, signed).is_ok()
+            }
+            _ => {
+                crate::internal_error(
+                    Some(env),
+                    &format!(
+                        "event {} ({PRNG_KIND}) holds no bytes of that length",
+                        e.seq
+                    ),
+                );
+                false
+            }
+        }
+    });
+    jboolean::from(served)
 }

@@ -412,6 +412,8 @@ pub unsafe extern "C" fn on_native_bind(
             *new_address = w;
         } else if let Some(w) = crate::mgmt::bind(&owner, &name, &sig, address) {
             *new_address = w;
+        } else if let Some(w) = crate::mmap::bind(&owner, &name, &sig, address) {
+            *new_address = w;
         } else if !JDK_PACKAGES.iter().any(|p| owner.starts_with(p)) {
             // A native of the program's own libraries (JRuby's and other jnr/jffi users'
             // libc calls, sqlite-jdbc, netty's epoll): whatever it reads runs live, beyond
@@ -868,6 +870,12 @@ fn stream_for(raw: *mut RawJniEnv, this: jobject, i: usize) -> Option<jlong> {
             .then(|| nio::stream_of_descriptor(raw, this))
             .flatten()
     })
+}
+
+/// The stream number of a FileDescriptor whose calls are events: its tag, or the NIO open
+/// that gave it its descriptor.
+pub(crate) fn orig_stream(raw: *mut RawJniEnv, fd: jobject) -> Option<jlong> {
+    stream_of(fd).or_else(|| nio::stream_of_descriptor(raw, fd))
 }
 
 /// The stream's number if calls on it are events.

@@ -36,6 +36,7 @@ mod http;
 mod jimage;
 mod jvmti;
 mod mgmt;
+mod mmap;
 mod net;
 mod nio;
 mod output;

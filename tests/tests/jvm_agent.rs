@@ -565,8 +565,8 @@ fn uuid_and_secure_random_replay_through_their_dev_urandom_reads() {
         );
         let (kinds, _) = log_summary(&log);
         assert!(
-            kinds.contains_key("java.io.FileInputStream.readBytes"),
-            "{}: the JDK's /dev/urandom reads are events: {kinds:?}",
+            kinds.contains_key("java.security.SecureRandom.nextBytes"),
+            "{}: NativePRNG's bytes are events: {kinds:?}",
             name(jdk)
         );
         let live = ok(&java(jdk, dir.path(), &[], None, "Uuid", &[]), "live");
@@ -583,6 +583,41 @@ fn uuid_and_secure_random_replay_through_their_dev_urandom_reads() {
             "replay",
         );
         assert_eq!(replayed, recorded, "{}", name(jdk));
+    }
+}
+
+/// UUIDs made by four threads at once, the first ones racing to initialize UUID's
+/// SecureRandom: every replay gives each thread its recorded UUIDs. Before, a replayed thread
+/// waited for its /dev/urandom read's turn while holding NativePRNG's lock, which the thread
+/// whose turn it was needed: no progress, every time.
+#[test]
+fn uuids_from_racing_threads_replay() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        for run in 0..2 {
+            let log = dir.path().join(format!("uuids-{run}.replay"));
+            let recorded = ok(
+                &java(
+                    jdk,
+                    dir.path(),
+                    &[],
+                    Some(&format!("record,log={}", log.display())),
+                    "UuidThreads",
+                    &[],
+                ),
+                "record",
+            );
+            let replayed = java(
+                jdk,
+                dir.path(),
+                &[],
+                Some(&format!("replay,log={}", log.display())),
+                "UuidThreads",
+                &[],
+            );
+            assert_eq!(ok(&replayed, "replay"), recorded, "{}", name(jdk));
+            assert!(replayed.stderr.trim().is_empty(), "{}", replayed.stderr);
+        }
     }
 }
 
@@ -701,6 +736,40 @@ fn fetched_values_a_thread_leaves_unused_are_a_divergence_at_its_end() {
 
 /// `RuntimeMXBean.getUptime()`/`getStartTime()` (servers log them at start: Jetty's "Started
 /// @359ms") come back as recorded: two live runs differ, the replay prints the recorded ones.
+/// Memory-mapped reads of a file the program reads: the mapped bytes come from the
+/// recording after the file was edited (a replayed channel's descriptor is /dev/null, which
+/// cannot be mapped: map threw, or a program that caught it wrote nothing).
+#[test]
+fn memory_mapped_reads_replay_after_the_file_changed() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in.txt");
+        let out = dir.path().join("out.txt");
+        std::fs::write(&input, "hello mapped world\n").unwrap();
+        let log = dir.path().join("map.replay");
+        let args = [input.to_str().unwrap(), out.to_str().unwrap()];
+        let rec = Some(format!("record,log={}", log.display()));
+        let recorded = ok(
+            &java(jdk, dir.path(), &[], rec.as_deref(), "MapRead", &args),
+            "record",
+        );
+        assert_eq!(
+            recorded,
+            "nio hello mapped world\noffset mappe\ncopied 19\n",
+            "{}",
+            name(jdk)
+        );
+        let copied = std::fs::read(&out).unwrap();
+        std::fs::write(&input, "EDITED, and longer than it was\n").unwrap();
+        std::fs::remove_file(&out).unwrap();
+        let rep = Some(format!("replay,log={}", log.display()));
+        let replayed = java(jdk, dir.path(), &[], rep.as_deref(), "MapRead", &args);
+        assert_eq!(ok(&replayed, "replay"), recorded, "{}", name(jdk));
+        assert!(replayed.stderr.trim().is_empty(), "{}", replayed.stderr);
+        assert_eq!(std::fs::read(&out).unwrap(), copied, "{}", name(jdk));
+    }
+}
+
 /// The heap sizes and the processor count come back from the recording, on a JVM given
 /// another heap limit and another processor count than the recorded one.
 #[test]

@@ -853,6 +853,77 @@ public final class ReplayHooks {
     }
 
     /**
+     * NativePRNG's {@code INSTANCE.implNextBytes(bytes)} (src/entropy.rs): record runs it with
+     * this thread's hooks live (its /dev/urandom reads are no events) and records the bytes;
+     * replay fills them in without running it (nor taking its lock).
+     */
+    public static void prngNextBytes(Object io, byte[] bytes) {
+        if (mode == 2 && bytes != null && prngReplay0(bytes, 0)) {
+            return;
+        }
+        Object saved = mode == 1 ? liveBegin() : null;
+        try {
+            prngCall0(io, bytes);
+        } finally {
+            liveEnd(saved);
+        }
+        if (saved != null && bytes != null) {
+            prngRecord0(bytes, 0);
+        }
+    }
+
+    /** NativePRNG's {@code INSTANCE.implGenerateSeed(n)}, as {@link #prngNextBytes}. */
+    public static byte[] prngGenerateSeed(Object io, int n) {
+        if (mode == 2 && n >= 0) {
+            byte[] b = new byte[n];
+            if (prngReplay0(b, 1)) {
+                return b;
+            }
+        }
+        Object saved = mode == 1 ? liveBegin() : null;
+        byte[] r;
+        try {
+            r = prngSeed0(io, n);
+        } finally {
+            liveEnd(saved);
+        }
+        if (saved != null && r != null) {
+            prngRecord0(r, 1);
+        }
+        return r;
+    }
+
+    private static native void prngCall0(Object io, byte[] bytes);
+
+    private static native byte[] prngSeed0(Object io, int n);
+
+    private static native void prngRecord0(byte[] bytes, int which);
+
+    private static native boolean prngReplay0(byte[] bytes, int which);
+
+    /**
+     * Where calls of sun.security.provider.SeedGenerator.generateSeed(byte[]) go (the seeds of
+     * SHA1PRNG and DRBG, read from /dev/random): as {@link #prngNextBytes}. The device stream
+     * is pooled with NativePRNG's, whose opens are live.
+     */
+    public static void generateSeed(byte[] bytes) {
+        if (mode == 2 && bytes != null && prngReplay0(bytes, 2)) {
+            return;
+        }
+        Object saved = mode == 1 ? liveBegin() : null;
+        try {
+            seedGen0(bytes);
+        } finally {
+            liveEnd(saved);
+        }
+        if (saved != null && bytes != null) {
+            prngRecord0(bytes, 2);
+        }
+    }
+
+    private static native void seedGen0(byte[] bytes);
+
+    /**
      * Makes the calling thread's hooked calls live and unrecorded until {@link #liveEnd}
      * (what HttpClient does inside an exchange recorded whole). Returns what to restore.
      */
