@@ -120,9 +120,9 @@ function install(ev) {
           (r) => Reflect.apply(realMeasure, self, [name, { detail, start: r.s, duration: r.d }]));
       },
     }.measure;
-    // nodeTiming's getters (bootstrapComplete, loopStart, idleTime, ...): per read.
-    const timing = perf.nodeTiming;
-    if (timing !== null && typeof timing === 'object') {
+    // nodeTiming's getters (bootstrapComplete, loopStart, idleTime, ...): per read. Node makes
+    // nodeTiming at its first read (1 ms): wrapped then, by a getter of our own.
+    const wrapTiming = (timing) => {
       const kTiming = ev.kind('node.performance.nodeTiming');
       for (const n of Object.getOwnPropertyNames(timing)) {
         const desc = Object.getOwnPropertyDescriptor(timing, n);
@@ -143,6 +143,23 @@ function install(ev) {
         });
         restore.push(() => Object.defineProperty(timing, n, desc));
       }
+      return timing;
+    };
+    if (!Object.prototype.hasOwnProperty.call(perf, 'nodeTiming')) {
+      let timing = null;
+      Object.defineProperty(perf, 'nodeTiming', {
+        configurable: true,
+        enumerable: false,
+        get() {
+          if (timing === null) {
+            const proto = Object.getPrototypeOf(perf);
+            const t = Reflect.get(proto, 'nodeTiming', perf);
+            timing = t !== null && typeof t === 'object' ? wrapTiming(t) : t;
+          }
+          return timing;
+        },
+      });
+      restore.push(() => delete perf.nodeTiming);
     }
     for (const [n, hook, realFn] of [['mark', mark, realMark], ['measure', measure, realMeasure]]) {
       Object.defineProperty(hook, 'length', { value: realFn.length, configurable: true });
