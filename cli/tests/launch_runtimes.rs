@@ -413,8 +413,8 @@ fn a_node_worker_ending_by_its_listener_and_its_exit_replay_in_order() {
 /// child ended: the child prints its pid, an input no hook covers, so its replay diverges.
 const NODE_HIDDEN_CHILD: &str = r#"
 const { fork } = require('child_process');
-// process.ppid (the parent's live pid) is an input no hook covers.
-if (process.argv[2]) console.log('child', process.ppid);
+// The diagnostic report's pid (the live one) is an input no hook covers.
+if (process.argv[2]) console.log('child', process.report.getReport().header.processId);
 else fork(__filename, ['c'], { silent: true }).on('exit', () => console.log('parent done'));
 "#;
 
