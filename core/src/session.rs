@@ -265,6 +265,9 @@ pub struct Core {
     /// raised ([`Core::expect_end_signal`]).
     end_signal: std::sync::atomic::AtomicBool,
     end_signal_raised: std::sync::atomic::AtomicBool,
+    /// The sequence number of the raised signal's record ([`Self::end_signal_raised_at`]);
+    /// 0: not known.
+    end_signal_seq: std::sync::atomic::AtomicU64,
     /// Held while a report is written: a thread that finds `stop` set waits on it, so the
     /// process does not end in the middle of the report.
     report: Mutex<()>,
@@ -431,6 +434,7 @@ impl Core {
             stop: AtomicI32::new(0),
             end_signal: std::sync::atomic::AtomicBool::new(false),
             end_signal_raised: std::sync::atomic::AtomicBool::new(false),
+            end_signal_seq: std::sync::atomic::AtomicU64::new(0),
             report: Mutex::new(()),
             per_kind: fe.per_kind,
             out_kinds,
@@ -791,6 +795,14 @@ impl Core {
     /// down) is not reported as left over: how far they got is the shutdown's timing.
     pub fn end_signal_raised(&self) {
         self.end_signal_raised.store(true, Ordering::Release);
+    }
+
+    /// [`Self::end_signal_raised`] for the signal recorded at `seq`: the writes other threads
+    /// recorded after it are not reported as missing either (a JVM's worker printed while the
+    /// recorded JVM shut down; replayed, the shutdown ran before that thread's turn).
+    pub fn end_signal_raised_at(&self, seq: u64) {
+        self.end_signal_seq.store(seq, Ordering::Release);
+        self.end_signal_raised();
     }
 
     /// Reports a divergence and applies the policy: the one place where that happens, for
@@ -1415,10 +1427,16 @@ impl Core {
                 let i = self.out_kinds.iter().position(|k| *k == kind)?;
                 Some((seq, (thread, STREAMS[i])))
             });
-        let (_, key) = match (held, untaken) {
+        let (seq, key) = match (held, untaken) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => a.or(b)?,
         };
+        // Written after the signal that ended the replay: how far the other threads got is
+        // the shutdown's timing (as for the events left over).
+        let signal = self.end_signal_seq.load(Ordering::Acquire);
+        if signal != 0 && seq > signal && self.end_signal_raised.load(Ordering::Acquire) {
+            return None;
+        }
         self.unwritten(r, key)
     }
 

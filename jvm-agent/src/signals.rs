@@ -109,7 +109,7 @@ pub(crate) fn start_replay() {
                         let e = pending.pop_front().expect("a front one");
                         if let Payload::Record { record } = &e.payload {
                             if let Some(FieldValue::Int(sig)) = record.get("signal") {
-                                a.core.end_signal_raised();
+                                a.core.end_signal_raised_at(e.seq);
                                 // SAFETY: kill(2) on this very process with the recorded signal.
                                 unsafe { kill(getpid(), *sig as i32) };
                             }
