@@ -117,11 +117,11 @@ pub(crate) fn bind(
     if (owner, name, sig) != WAIT {
         return None;
     }
-    let w = wait_for_process_exit0 as WaitFn as *mut c_void;
-    if address != w {
-        WAIT_ORIG.store(address, Ordering::Release);
-    }
-    Some(w)
+    Some(crate::fileio::bound(
+        &WAIT_ORIG,
+        address,
+        wait_for_process_exit0 as WaitFn as *mut c_void,
+    ))
 }
 
 fn side(a: &Agent) -> Option<&'static Appender> {

@@ -102,8 +102,33 @@ pub extern "system" fn Java_java_lang_ReplayHooks_entropy0<'l>(
 /// a call site redirected in `NativePRNG` and its `Blocking`/`NonBlocking` variants).
 const PRNG_KIND: &str = "java.security.SecureRandom.nextBytes";
 
-/// `ReplayHooks.prngCall0(io, bytes)`: `io.implNextBytes(bytes)` through JNI (the class is
-/// private to its package). An exception it throws stays pending for the caller.
+/// The ID of NativePRNG's `RandomIO` method `name`, found once from `io`'s class (the class
+/// is private to its package: JNI ignores that); `None` with a ProviderException thrown.
+fn io_method(
+    env: &mut JNIEnv,
+    io: &JObject,
+    cell: &OnceLock<Option<JMethodID>>,
+    name: &str,
+    sig: &str,
+) -> Option<JMethodID> {
+    let id = *cell.get_or_init(|| {
+        let c = env.get_object_class(io).ok()?;
+        let id = env.get_method_id(&c, name, sig).ok();
+        let _ = env.delete_local_ref(c);
+        id
+    });
+    if id.is_none() {
+        clear_exception(env);
+        let _ = env.throw_new(
+            "java/security/ProviderException",
+            format!("replay: NativePRNG's {name} not found"),
+        );
+    }
+    id
+}
+
+/// `ReplayHooks.prngCall0(io, bytes)`: `io.implNextBytes(bytes)` through JNI. An exception
+/// it throws stays pending for the caller.
 #[no_mangle]
 pub extern "system" fn Java_java_lang_ReplayHooks_prngCall0<'l>(
     mut env: JNIEnv<'l>,
@@ -112,18 +137,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_prngCall0<'l>(
     bytes: JByteArray<'l>,
 ) {
     static ID: OnceLock<Option<JMethodID>> = OnceLock::new();
-    let id = *ID.get_or_init(|| {
-        let c = env.get_object_class(&io).ok()?;
-        let id = env.get_method_id(&c, "implNextBytes", "([B)V").ok();
-        let _ = env.delete_local_ref(c);
-        id
-    });
-    let Some(id) = id else {
-        clear_exception(&mut env);
-        let _ = env.throw_new(
-            "java/security/ProviderException",
-            "replay: NativePRNG's implNextBytes not found",
-        );
+    let Some(id) = io_method(&mut env, &io, &ID, "implNextBytes", "([B)V") else {
         return;
     };
     // SAFETY: the ID of `void implNextBytes(byte[])` of io's class, one byte[] argument.
@@ -146,18 +160,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_prngSeed0<'l>(
     n: jint,
 ) -> jbyteArray {
     static ID: OnceLock<Option<JMethodID>> = OnceLock::new();
-    let id = *ID.get_or_init(|| {
-        let c = env.get_object_class(&io).ok()?;
-        let id = env.get_method_id(&c, "implGenerateSeed", "(I)[B").ok();
-        let _ = env.delete_local_ref(c);
-        id
-    });
-    let Some(id) = id else {
-        clear_exception(&mut env);
-        let _ = env.throw_new(
-            "java/security/ProviderException",
-            "replay: NativePRNG's implGenerateSeed not found",
-        );
+    let Some(id) = io_method(&mut env, &io, &ID, "implGenerateSeed", "(I)[B") else {
         return std::ptr::null_mut();
     };
     // SAFETY: the ID of `byte[] implGenerateSeed(int)` of io's class, one int argument.

@@ -363,6 +363,20 @@ fn wrapper(i: usize) -> *mut c_void {
     }
 }
 
+/// A bind of a native we wrap: keeps the JVM's `address` in `orig` and gives the wrapper to
+/// bind instead. A rebind of our own wrapper (RegisterNatives again) must not lose the
+/// original.
+pub(crate) fn bound(
+    orig: &AtomicPtr<c_void>,
+    address: *mut c_void,
+    wrapper: *mut c_void,
+) -> *mut c_void {
+    if address != wrapper {
+        orig.store(address, Ordering::Release);
+    }
+    wrapper
+}
+
 /// The original of native `i`, as type `F`.
 ///
 /// # Safety
@@ -401,11 +415,7 @@ pub unsafe extern "C" fn on_native_bind(
             return;
         };
         if let Some(i) = index_of(&owner, &name, &sig) {
-            // A rebind of our own wrapper (RegisterNatives again) must not lose the original.
-            if address != wrapper(i) {
-                ORIG[i].store(address, Ordering::Release);
-            }
-            *new_address = wrapper(i);
+            *new_address = bound(&ORIG[i], address, wrapper(i));
         } else if let Some(w) = crate::net::bind(&owner, &name, &sig, address) {
             *new_address = w;
         } else if let Some(w) = crate::children::bind(&owner, &name, &sig, address) {

@@ -62,12 +62,17 @@ static ORIG: [AtomicPtr<c_void>; NATIVES.len()] =
 type LongFn = unsafe extern "system" fn(*mut RawJniEnv, jobject) -> jlong;
 type IntFn = unsafe extern "system" fn(*mut RawJniEnv, jobject) -> jint;
 
+/// The native's index in [`NATIVES`].
+fn index(owner: &str, name: &str, sig: &str) -> Option<usize> {
+    NATIVES
+        .iter()
+        .position(|(o, n, s, _)| *o == owner && *n == name && *s == sig)
+}
+
 /// Whether the native is one of [`NATIVES`] (for the natives bound before their names could
 /// be read, `fileio::bind_early`).
 pub(crate) fn hooked(owner: &str, name: &str, sig: &str) -> bool {
-    NATIVES
-        .iter()
-        .any(|(o, n, s, _)| *o == owner && *n == name && *s == sig)
+    index(owner, name, sig).is_some()
 }
 
 /// NativeMethodBind of one of [`NATIVES`]: the wrapper to bind instead of `address`.
@@ -77,14 +82,8 @@ pub(crate) fn bind(
     sig: &str,
     address: *mut c_void,
 ) -> Option<*mut c_void> {
-    let i = NATIVES
-        .iter()
-        .position(|(o, n, s, _)| *o == owner && *n == name && *s == sig)?;
-    let w = wrapper(i);
-    if address != w {
-        ORIG[i].store(address, Ordering::Release);
-    }
-    Some(w)
+    let i = index(owner, name, sig)?;
+    Some(crate::fileio::bound(&ORIG[i], address, wrapper(i)))
 }
 
 fn wrapper(i: usize) -> *mut c_void {

@@ -75,10 +75,7 @@ pub(crate) fn bind(
     } else {
         map25 as Map25 as *mut c_void
     };
-    if address != w {
-        ORIG[i].store(address, Ordering::Release);
-    }
-    Some(w)
+    Some(crate::fileio::bound(&ORIG[i], address, w))
 }
 
 unsafe extern "system" fn map17(

@@ -236,11 +236,7 @@ pub(crate) fn bind(
     let i = NATIVES
         .iter()
         .position(|(o, n, s)| *n == name && *s == sig && o.contains(&owner))?;
-    let w = wrapper(i);
-    if address != w {
-        ORIG[i].store(address, Ordering::Release);
-    }
-    Some(w)
+    Some(crate::fileio::bound(&ORIG[i], address, wrapper(i)))
 }
 
 // ---- the socket table -------------------------------------------------------------------------
