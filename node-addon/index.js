@@ -231,6 +231,7 @@ function installWorker() {
       configurable: true,
     });
     ev = events.create(native, host);
+    require('./lib/stacks.js').guard(Error);
     const file = path.join(__dirname, 'lib', 'fs.js');
     if (ev.live(() => fs.existsSync(file))) require(file).install(ev);
     // crypto's random functions, as on the main thread (a worker's randomBytes was live).
@@ -896,6 +897,7 @@ function install() {
         now: () => nowClock(liveNow),
         date: () => dateClock(liveNow),
         random: () => mathRandom(),
+        stacks: require('./lib/stacks.js').guard,
       },
       (e) => {
         if (warned) return;
@@ -915,6 +917,8 @@ function install() {
     // For the package's own tests and tools; not part of the documented API.
     Object.defineProperty(api, Symbol.for('replay-node.events'), { value: ev });
     if (mode === 'replay') recordedPid(ev, native.recordedPid());
+    // Stacks without this package's frames (they differ between record and replay).
+    require('./lib/stacks.js').guard(Error);
   } catch (e) {
     disable('starting the event hooks', e);
     return;

@@ -64,6 +64,8 @@ const PASS_THROUGH = new Set([
 ]);
 
 const callSites = (_, cs) => cs;
+// The raw frames, not the program's (lib/stacks.js).
+callSites[Symbol.for('replay-node.rawStack')] = true;
 
 // The synchronous changes of the file system whose outcome is recorded (install, mutateCall).
 const MUTATIONS = ['mkdirSync', 'mkdtempSync', 'rmdirSync', 'rmSync', 'unlinkSync', 'renameSync', 'copyFileSync',

@@ -35,6 +35,7 @@ const INSTALL = new vm.Script(
     writable: true,
     configurable: true,
   });
+  if (typeof hooks.stacks === 'function') hooks.stacks(Error);
   RealDate.prototype.constructor = ReplayDate;
   Object.defineProperty(globalThis, 'Date', { value: ReplayDate, writable: true, configurable: true, enumerable: false });
   Object.defineProperty(Math, 'random', {
@@ -47,7 +48,7 @@ const INSTALL = new vm.Script(
   { filename: 'replay-node:vm-context' },
 );
 
-// hooks: { now, date, random } of the main context (index.js). Returns a function that
+// hooks: { now, date, random, stacks } of the main context (index.js). Returns a function that
 // takes the hooks back out of vm (the contexts already hooked keep theirs; their calls then
 // run live as the main hooks do).
 function install(hooks, onError) {

@@ -295,3 +295,55 @@ console.log('parent done');
   // Not started in replay, which its end says (what they wrote to files did not happen).
   assert.match(rep.stderr, /^replay: note: not run, answered from the recording: 2 child processes; [^\n]*\n$/);
 });
+
+test('stacks printed from callbacks, replayed errors and uncaught exceptions replay as recorded', () => {
+  // Each callback runs under other frames in replay than in record (the completion queue,
+  // not FSReqCallback or the socket's stream; a replayed error is made by the package): the
+  // printed stacks show the program's frames alone in both runs. The data file changes
+  // before replay, and the last error is thrown uncaught (Node prints it after 'exit').
+  const t = setup('stacks', `
+const fs = require('fs');
+const http = require('http');
+const assert = require('assert');
+const data = require('path').join(__dirname, 'data.txt');
+fs.readFile(data, 'utf8', function check(err, d) {
+  try { assert.strictEqual(d, 'never'); } catch (e) { console.log('A', e.stack); }
+  setTimeout(() => {
+    console.log('B', new Error('timer').stack);
+    fs.stat(data + '.missing', (err) => {
+      console.log('C', err.stack);
+      try { fs.readFileSync(data + '.gone'); } catch (e) { console.log('D', e.stack); }
+      const srv = http.createServer((q, r) => { console.log('E', new Error('server').stack); r.end('hi'); });
+      srv.listen(0, '127.0.0.1', () => {
+        http.get('http://127.0.0.1:' + srv.address().port, (res) => {
+          console.log('F', new Error('client').stack);
+          res.resume();
+          res.on('end', async () => {
+            srv.close();
+            await fs.promises.stat(data);
+            fs.stat(data + '.missing', (err) => { throw err; });
+          });
+        });
+      });
+    });
+  }, 5);
+});
+`);
+  const fs = require('fs');
+  const data = path.join(t.dir, 'data.txt');
+  fs.writeFileSync(data, 'recorded');
+  const rec = runNode('record', t.log, t.app);
+  assert.strictEqual(rec.code, 1, rec.stderr);
+  // No frame of the package in any stack the program printed or Node printed for it.
+  assert.doesNotMatch(rec.stdout + rec.stderr, /node-addon|replay-node|\.cache\/replay/);
+  for (const tag of ['A', 'B', 'C', 'D', 'E', 'F']) assert.match(rec.stdout, new RegExp(`^${tag} `, 'm'));
+  assert.match(rec.stdout, /^A AssertionError/m);
+  assert.match(rec.stdout, /at check \(.*app\.js:7:/);
+  assert.match(rec.stdout, /^D Error: ENOENT[^\n]*\n {4}at .*app\.js:12:/m);
+  assert.match(rec.stderr, /\[Error: ENOENT: no such file or directory, stat/);
+  fs.writeFileSync(data, 'changed after recording');
+  const rep = runNode('replay', t.log, t.app);
+  assert.strictEqual(rep.stdout, rec.stdout, rep.stderr);
+  assert.strictEqual(rep.stderr, rec.stderr);
+  assert.strictEqual(rep.code, 1);
+});
