@@ -88,6 +88,60 @@ impl Site {
 
 const SEEDER: &str = "(Ljava/util/concurrent/atomic/AtomicLong;J)J";
 
+/// Timed waits: every `invokevirtual` of `wait(J)V`, whatever class the Methodref names
+/// (`this.wait(20)` names the caller's class; `wait` is Object's final method), in the
+/// program's classes and in `java.util.Timer` and its thread (which waits for its next task
+/// so), becomes `ReplayHooks.waitTimed(Object, long)`: its return comes at its recorded turn
+/// in replay. Their `notify()` and `notifyAll()` calls become events too (a timed wait they
+/// end returns after them). Not in the JDK's other classes, whose timed waits (reference
+/// queues, the cleaner) run on the garbage collector's timing, nor in the [`LIVE_CLOCKS`]
+/// classes, left live on purpose.
+pub static MONITOR_SITES: [Site; 3] = [
+    Site {
+        class: "",
+        owner: "",
+        interface: false,
+        name: "wait",
+        desc: "(J)V",
+        hook: "waitTimed",
+        hook_desc: "(Ljava/lang/Object;J)V",
+    },
+    Site {
+        class: "",
+        owner: "",
+        interface: false,
+        name: "notify",
+        desc: "()V",
+        hook: "notifyOne",
+        hook_desc: "(Ljava/lang/Object;)V",
+    },
+    Site {
+        class: "",
+        owner: "",
+        interface: false,
+        name: "notifyAll",
+        desc: "()V",
+        hook: "notifyEvery",
+        hook_desc: "(Ljava/lang/Object;)V",
+    },
+];
+
+/// Whether the timed waits of class `name` are hooked ([`MONITOR_SITES`]).
+fn timed_waits_hooked(name: &[u8]) -> bool {
+    const JDK: [&[u8]; 6] = [
+        b"java/",
+        b"javax/",
+        b"jdk/",
+        b"sun/",
+        b"com/sun/",
+        b"org/xml/sax/",
+    ];
+    if name == b"java/util/TimerThread" || name == b"java/util/Timer" {
+        return true;
+    }
+    !JDK.iter().any(|p| name.starts_with(p)) && !live_clocks(name)
+}
+
 /// Every `seeder.getAndAdd` of `ThreadLocalRandom` (`localInit`, `nextSecondarySeed`; JDK 17
 /// and 25) and `defaultGen.getAndAdd` of `SplittableRandom()`: the only `getAndAdd` calls of
 /// those classes.
@@ -538,6 +592,22 @@ impl<'a> Pool<'a> {
         for s in SITES.iter().filter(|s| s.class.as_bytes() == this) {
             if let Some(i) = self.any_method_ref(s.tag(), s.owner, s.name, s.desc)? {
                 out.push((s, i));
+            }
+        }
+        if timed_waits_hooked(this) {
+            for (i, e) in self.entries.iter().enumerate() {
+                if e.tag != METHODREF {
+                    continue;
+                }
+                let nat = self.entry(self.ref_at(*e, 1)?, NAME_AND_TYPE)?;
+                let name = self.utf8(self.ref_at(nat, 0)?)?;
+                let desc = self.utf8(self.ref_at(nat, 1)?)?;
+                if let Some(s) = MONITOR_SITES
+                    .iter()
+                    .find(|s| s.name.as_bytes() == name && s.desc.as_bytes() == desc)
+                {
+                    out.push((s, i as u16));
+                }
             }
         }
         Ok(out)

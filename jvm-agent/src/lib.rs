@@ -66,8 +66,8 @@ static HOOK_BYTES: &[u8] = include_bytes!(env!("REPLAY_HOOKS_CLASS"));
 /// Events per Java-side batch: one native crossing per this many clock reads.
 const BATCH: jint = 1024;
 /// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST, K_SLEEP,
-/// K_POOL_TAKE, K_SELECTOR, K_ATOMIC). Only the first four are ever buffered (two bits of kind).
-const KINDS: [&str; 7] = [
+/// K_POOL_TAKE, K_SELECTOR, K_ATOMIC, K_WAIT, K_NOTIFY). Only the first four are ever buffered (two bits of kind).
+const KINDS: [&str; 9] = [
     "java.lang.System.nanoTime",
     "java.lang.System.currentTimeMillis",
     "jdk.internal.misc.VM.getNanoTimeAdjustment",
@@ -79,11 +79,17 @@ const KINDS: [&str; 7] = [
     "java.net.http.HttpClient.selector.take",
     // src/selector.rs: input the operation (get, compareAndSet, set), value its result.
     "java.util.concurrent.atomic.AtomicInteger.ordered",
+    // A timed Object.wait's return: value 0, or 1 if interrupted; input the timeout.
+    "java.lang.Object.wait",
+    // A notify or notifyAll where timed waits are hooked: value 0; input 1 for notifyAll.
+    "java.lang.Object.notify",
 ];
 /// The kind of a pool worker's take (src/pools.rs).
 const K_POOL_TAKE: usize = 4;
 /// The kind of a sleep.
 const K_SLEEP: usize = 3;
+/// The kind of a timed Object.wait.
+const K_WAIT: usize = 7;
 /// Kinds from here on are one event per call with the call's argument as input digest.
 const K_ADJUST: usize = 2;
 const JNI_ERR: jint = -1;
@@ -1138,7 +1144,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_replay0<'l>(
             return live;
         };
         let digest = (k >= K_ADJUST).then(|| adjust_digest(arg));
-        if k == K_SLEEP {
+        if k == K_SLEEP || k == K_WAIT {
             // A sleep past the thread's recording: it slept when the recorded program ended.
             a.core.replay_wait_if_ended();
         }
@@ -1207,7 +1213,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_run0<'l>(
                 return live;
             }
         }
-        if k == K_SLEEP {
+        if k == K_SLEEP || k == K_WAIT {
             // A sleep past the thread's recording: it slept when the recorded program ended
             // (a daemon's periodic sleep), so it waits for the program's end here too.
             a.core.replay_wait_if_ended();

@@ -115,6 +115,45 @@ fn sleeps_complete_at_their_recorded_turn_without_waiting() {
     }
 }
 
+/// `Ticker FILE MS`: threads count their timed `Object.wait`s (on a lock, and `this.wait`)
+/// while main sleeps, and write the counts to a file only. Each timed wait's return is an
+/// event, and so are the notifyAll that ends one and the interrupt that ends the other: the
+/// replayed counts are the recorded ones (before, the sleep returned at once in replay and
+/// the counts were 0 and 1, exit 0, silently), and replay takes no real time.
+#[test]
+fn timed_waits_return_at_their_recorded_turn() {
+    let ms = 600u64;
+    for jdk in jdks() {
+        let n = name(jdk);
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("ticks.txt");
+        let args = ["ticks.txt", &ms.to_string()[..]];
+        for _ in 0..2 {
+            let (log, recorded) = record(jdk, d.path(), "Ticker", &args);
+            let counts = std::fs::read_to_string(&file).unwrap();
+            let kinds = log_kinds(&log);
+            let waits = kinds.get("java.lang.Object.wait").copied().unwrap_or(0);
+            // About 60 waits of 10 ms and 60 of 15 ms: at least a few dozen on a slow machine.
+            assert!(waits >= 20, "{n}: {kinds:?}");
+            assert!(
+                kinds.contains_key("java.lang.Object.notify"),
+                "{n}: {kinds:?}"
+            );
+            std::fs::remove_file(&file).unwrap();
+            let started = Instant::now();
+            let o = replay(jdk, d.path(), &log, "", "Ticker", &args);
+            let replaying = started.elapsed();
+            assert_eq!(ok(&o, &format!("{n}: replay")), recorded, "{n}");
+            assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), counts, "{n}");
+            assert!(
+                replaying < Duration::from_millis(ms * 3 / 2),
+                "{n}: replay took {replaying:?}"
+            );
+        }
+    }
+}
+
 /// Pool threads whose first clock read is `Instant.now` (JDK 17 and 25 read the clock in
 /// `java.time.Clock`'s initializer), and threads racing to a class of the program whose
 /// initializer reads the clock: replay reproduces the run or reports a divergence naming

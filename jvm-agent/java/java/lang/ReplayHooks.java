@@ -34,6 +34,8 @@ public final class ReplayHooks {
     private static final int K_POOL_TAKE = 4;
     private static final int K_SELECTOR = 5;
     private static final int K_ATOMIC = 6;
+    private static final int K_WAIT = 7;
+    private static final int K_NOTIFY = 8;
 
     /** 0: pass through; 1: record; 2: replay. Volatile: init publishes the fields below. */
     private static volatile int mode;
@@ -238,6 +240,119 @@ public final class ReplayHooks {
         long r = replayCall(K_SLEEP, -1L, t, b);
         if (r != 0) {
             sleepLive(t, nanos);
+        }
+    }
+
+    /**
+     * {@code o.wait(millis)} with a timeout, in the program's classes and java.util.Timer's
+     * thread (src/classfile.rs, "timed waits"). How often a thread's timed waits return
+     * before another thread acts is timing: a thread counting its waits while another sleeps
+     * wrote another count in replay, where the sleep returned at once. Record: the wait runs
+     * and its return is an event of this thread (value 0, or 1 if it was interrupted; the
+     * timeout is the input digest), so its place among the other threads' events is when it
+     * returned. Replay: the wait returns at that event's turn; until then the thread waits on
+     * the monitor in steps of a millisecond, releasing it as a wait does (a thread before it
+     * in the recording may need the monitor, and a notify ends a step early). A wait recorded
+     * as interrupted waits live. {@code wait(0)} (no timeout) is not an event: a notify ends
+     * it, which the other thread's replayed turn brings.
+     */
+    public static void waitTimed(Object o, long millis) throws InterruptedException {
+        int m = mode;
+        long[] b = m == 0 || millis <= 0L ? null : buffer();
+        if (b == null) {
+            o.wait(millis);
+            return;
+        }
+        if (m == 1) {
+            long outcome = 1;
+            try {
+                o.wait(millis);
+                outcome = 0;
+            } catch (InterruptedException e) {
+                record0(K_WAIT, outcome, millis);
+                throw e;
+            }
+            record0(K_WAIT, outcome, millis);
+            return;
+        }
+        boolean interrupted = false;
+        Object[] p = quiet();
+        try {
+            // About a minute at most, then the replay call waits under the core's timeout
+            // and reports what is stuck.
+            for (int i = 0; i < 60000; i++) {
+                if ((b.length > 1 && (int) b[0] < (int) b[1]) || turnOf0(K_WAIT) != 0) {
+                    break;
+                }
+                try {
+                    o.wait(1L);
+                } catch (InterruptedException e) {
+                    // Kept for the wait recorded as interrupted, or for the thread's next
+                    // interruptible call.
+                    interrupted = true;
+                }
+            }
+        } finally {
+            loud(p);
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        long r = replayCall(K_WAIT, -1L, millis, b);
+        if (r != 0) {
+            o.wait(millis);
+        }
+    }
+
+    /** {@code o.notify()} where timed waits are hooked: see {@link #notified}. */
+    public static void notifyOne(Object o) {
+        notified(o, false);
+    }
+
+    /** {@code o.notifyAll()} where timed waits are hooked: see {@link #notified}. */
+    public static void notifyEvery(Object o) {
+        notified(o, true);
+    }
+
+    /**
+     * A notify is an event of its thread, taken before it wakes anyone: a timed wait it ends
+     * returns after it in the recording, and in replay that return waits for it (without it,
+     * the waiting thread's turn came as soon as the notifier's event before came, and it went
+     * on before the notifier had set what it notifies about). Replay waits for the notify's
+     * turn on the monitor in steps of a millisecond, as {@link #waitTimed} does: a thread
+     * before it may need the monitor to return from its own wait.
+     */
+    private static void notified(Object o, boolean all) {
+        int m = mode;
+        long[] b = m == 0 ? null : buffer();
+        if (b != null && m == 1) {
+            record0(K_NOTIFY, 0L, all ? 1L : 0L);
+        } else if (b != null) {
+            boolean interrupted = false;
+            Object[] p = quiet();
+            try {
+                for (int i = 0; i < 60000; i++) {
+                    if ((b.length > 1 && (int) b[0] < (int) b[1]) || turnOf0(K_NOTIFY) != 0) {
+                        break;
+                    }
+                    try {
+                        o.wait(1L);
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+            } finally {
+                loud(p);
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            replayCall(K_NOTIFY, -1L, all ? 1L : 0L, b);
+        }
+        if (all) {
+            o.notifyAll();
+        } else {
+            o.notify();
         }
     }
 
