@@ -40,6 +40,7 @@ mod mmap;
 mod net;
 mod nio;
 mod output;
+mod pid;
 mod pools;
 mod reflected;
 mod seeds;

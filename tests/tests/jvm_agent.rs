@@ -803,6 +803,39 @@ fn heap_sizes_and_processor_count_replay_on_another_machine_shape() {
     }
 }
 
+/// The process id (`ProcessHandle`, `RuntimeMXBean`) is the recorded process's in replay,
+/// and the JDK's questions about that id (alive, found, its command) are answered about the
+/// replaying process, as they were about the recorded one.
+#[test]
+fn the_process_id_is_the_recorded_one() {
+    for jdk in jdks() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("pid.replay");
+        let rec = Some(format!("record,log={}", log.display()));
+        let recorded = ok(
+            &java(jdk, dir.path(), &[], rec.as_deref(), "Pid", &[]),
+            "record",
+        );
+        let pid = recorded
+            .lines()
+            .next()
+            .unwrap()
+            .strip_prefix("pid ")
+            .unwrap()
+            .to_string();
+        assert!(
+            recorded.contains(&format!(
+                "jmx {pid}\njmx pid {pid}\nalive true\nfound true\ncommand true\n"
+            )),
+            "{recorded}"
+        );
+        let rep = Some(format!("replay,log={}", log.display()));
+        let replayed = java(jdk, dir.path(), &[], rep.as_deref(), "Pid", &[]);
+        assert_eq!(ok(&replayed, "replay"), recorded, "{}", name(jdk));
+        assert!(replayed.stderr.trim().is_empty(), "{}", replayed.stderr);
+    }
+}
+
 /// Script engines call the clocks through reflection and method handles: no call site names
 /// `System.nanoTime`, so those reads reach the JVM's natives. Their values come back in replay.
 #[test]
