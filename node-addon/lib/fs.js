@@ -71,6 +71,9 @@ callSites[Symbol.for('replay-node.rawStack')] = true;
 const MUTATIONS = ['mkdirSync', 'mkdtempSync', 'rmdirSync', 'rmSync', 'unlinkSync', 'renameSync', 'copyFileSync',
   'writeFileSync', 'appendFileSync', 'symlinkSync'];
 
+// Their asynchronous forms, callback and fs.promises (see mutateLater).
+const ASYNC_MUTATIONS = ['mkdir', 'mkdtemp', 'rmdir', 'rm', 'unlink', 'rename', 'symlink', 'writeFile', 'appendFile'];
+
 // Per caller file: whether it is Node's own code (a handful of files; saves the string tests).
 const nodeFile = new Map();
 // The caller's file that fromNode last saw.
@@ -350,6 +353,25 @@ function install(ev) {
     writeFileSync: [fs, 'writeFileSync'],
     appendFileSync: [fs, 'appendFileSync'],
     symlinkSync: [fs, 'symlinkSync'],
+    // Their asynchronous forms (see mutateLater).
+    mkdir: [fs, 'mkdir'],
+    promisesMkdir: [promises, 'mkdir'],
+    mkdtemp: [fs, 'mkdtemp'],
+    promisesMkdtemp: [promises, 'mkdtemp'],
+    rmdir: [fs, 'rmdir'],
+    promisesRmdir: [promises, 'rmdir'],
+    rm: [fs, 'rm'],
+    promisesRm: [promises, 'rm'],
+    unlink: [fs, 'unlink'],
+    promisesUnlink: [promises, 'unlink'],
+    rename: [fs, 'rename'],
+    promisesRename: [promises, 'rename'],
+    symlink: [fs, 'symlink'],
+    promisesSymlink: [promises, 'symlink'],
+    writeFile: [fs, 'writeFile'],
+    promisesWriteFile: [promises, 'writeFile'],
+    appendFile: [fs, 'appendFile'],
+    promisesAppendFile: [promises, 'appendFile'],
   };
   if (typeof fs.openAsBlob === 'function') SLOTS.openAsBlob = [fs, 'openAsBlob'];
   const real = {};
@@ -370,6 +392,10 @@ function install(ev) {
     kind(name, `node.fs.${name}`);
   }
   for (const name of MUTATIONS) kind(name, `node.fs.${name}`);
+  for (const name of ASYNC_MUTATIONS) {
+    kind(name, `node.fs.${name}`);
+    kind(`promises${name[0].toUpperCase()}${name.slice(1)}`, `node.fs.promises.${name}`);
+  }
   kind('realpathSyncNative', 'node.fs.realpathSync.native');
   kind('realpathNative', 'node.fs.realpath.native');
   for (const name of ['readFile', 'open', 'stat', 'lstat', 'readdir', 'access', 'realpath', 'readlink', 'opendir',
@@ -1752,6 +1778,75 @@ function install(ev) {
   hooks.writeFileSync = mutation('writeFileSync', (a) => pathOf(a[0]));
   hooks.appendFileSync = mutation('appendFileSync', (a) => pathOf(a[0]));
   hooks.symlinkSync = mutation('symlinkSync', two);
+
+  // The asynchronous changes (mkdir, rename, writeFile, ... and their fs.promises forms):
+  // their effect is output and their outcome an input, as the synchronous ones' (mutateCall),
+  // and the outcome comes in its recorded order among the other completions. Record: the
+  // real call; its outcome is a completion. Replay: nothing at the call; at the completion's
+  // turn a recorded success is made live with the synchronous form (the program's callback
+  // may use what it made: a directory to write into) and the program gets the recorded
+  // result; a recorded failure gives its error and changes nothing (a directory the
+  // recording made and left exists now: the replayed mkdir still succeeds, as recorded).
+  // Before, these ran live in replay: mkdir failed with EEXIST where the recording's
+  // succeeded, and the program wrote another status without a word.
+  // `sync`: the synchronous form's name, or a function of (args, recorded value);
+  // `input(args)`: the call's name (null: not by path, or data a synchronous write cannot
+  // take, such as a stream: live).
+  const data = (a) => typeof a[1] === 'string' || ArrayBuffer.isView(a[1]);
+  const written = (a) => (data(a) ? pathOf(a[0]) : null);
+  const ASYNC = {
+    mkdir: ['mkdirSync', one],
+    // The random directory the recording got is made again, by its recorded name.
+    mkdtemp: [(args, dir) => {
+      if (typeof dir === 'string') real.mkdirSync(dir, { recursive: true });
+    }, (a) => pathOf(a[0])],
+    rmdir: ['rmdirSync', one],
+    rm: ['rmSync', one],
+    unlink: ['unlinkSync', one],
+    rename: ['renameSync', two],
+    symlink: ['symlinkSync', two],
+    writeFile: ['writeFileSync', written],
+    appendFile: ['appendFileSync', written],
+  };
+  const redoLive = (sync, args, value) => {
+    ev.live(() => {
+      try {
+        if (typeof sync === 'function') sync(args, value);
+        else real[sync].apply(fs, args);
+      } catch (_) {
+        // The recorded call succeeded: so does this one (the world differs, not the program).
+      }
+    });
+  };
+  const resultArgs = (v) => (v === null || v === undefined ? [] : [v]);
+  const orNull = (v) => (v === undefined ? null : v);
+  for (const [name, [sync, input]] of Object.entries(ASYNC)) {
+    const promisesName = `promises${name[0].toUpperCase()}${name.slice(1)}`;
+    hooks[name] = like({
+      [name](...args) {
+        const cb = args[args.length - 1];
+        const what = ev.on && !ev.busy && typeof cb === 'function' ? input(args) : null;
+        if (what === null || fromNode(hooks[name])) return real[name].apply(this, args);
+        const callArgs = args.slice(0, -1);
+        return callbackCall(K[name], name, what, this, args, real[name], orNull, (v) => {
+          redoLive(sync, callArgs, v);
+          return resultArgs(v);
+        });
+      },
+    }[name], real[name]);
+    if (real[promisesName] === undefined) continue;
+    hooks[promisesName] = like({
+      [name](...args) {
+        const what = ev.on && !ev.busy ? input(args) : null;
+        if (what === null || fromNode(hooks[promisesName])) return real[promisesName].apply(this, args);
+        return promiseCall(K[promisesName], `promises.${name}`, what, () => real[promisesName].apply(this, args),
+          orNull, (v) => {
+            redoLive(sync, args, v);
+            return v === null ? undefined : v;
+          });
+      },
+    }[name], real[promisesName]);
+  }
 
   // fs.openAsBlob: one event, the file's bytes read at the call (Node's Blob reads the file
   // only when it is read, where no hook reaches: an edited file went into the replayed

@@ -332,3 +332,61 @@ fs.openAsBlob(p('a.txt'), { type: 'text/plain' }).then(async (b) => {
     fs.writeFileSync(path.join(d, 'missing'), 'here now');
   });
 });
+
+test('asynchronous changes of the file system replay their recorded outcome and are made again', () => {
+  // The callback and fs.promises forms of mkdir, mkdtemp, rename, unlink, rm, symlink,
+  // writeFile and appendFile, in parallel. The recording itself changes the world (the
+  // directories exist, the renamed file is gone): replay gets the recorded outcomes, in the
+  // recorded order, and makes the successful changes again (the callback writes into the
+  // directory mkdir made).
+  const dir = tmpdir('replay-fs-async-mutations');
+  const app = script(dir, 'app.js', `
+const fs = require('fs');
+const fsp = fs.promises;
+const path = require('path');
+const d = process.argv[2];
+const at = (n) => path.join(d, n);
+const out = {};
+const cb = (name, then) => (err, v) => {
+  out[name] = err ? err.code : typeof v === 'string' ? 'ok ' + path.basename(v).slice(0, 4) : 'ok';
+  if (then && !err) then(v);
+};
+const step = (name, p) => p.then((v) => { out[name] = v === undefined ? 'ok' : 'ok ' + String(v).length; }, (e) => { out[name] = e.code; });
+fs.mkdir(at('made'), cb('mkdir', () => fs.writeFile(at('made/inside.txt'), 'in', cb('writeFile inside'))));
+fs.mkdir(at('deep/er/est'), { recursive: true }, cb('mkdir recursive'));
+fs.mkdtemp(at('tmp-'), cb('mkdtemp', (p) => fs.writeFile(path.join(p, 'x'), 'x', cb('writeFile in temp'))));
+fs.rename(at('src.txt'), at('dst.txt'), cb('rename'));
+fs.unlink(at('gone.txt'), cb('unlink'));
+fs.symlink('dst.txt', at('link'), cb('symlink'));
+fs.appendFile(at('log.txt'), 'line\\n', cb('appendFile'));
+Promise.all([
+  step('p.mkdir', fsp.mkdir(at('pmade'))),
+  step('p.rm', fsp.rm(at('old'), { recursive: true })),
+  step('p.writeFile', fsp.writeFile(at('big.txt'), 'y'.repeat(300000))),
+  step('p.rename', fsp.rename(at('psrc.txt'), at('pdst.txt'))),
+]).then(() => setTimeout(() => {
+  console.log(JSON.stringify(Object.keys(out).sort().map((k) => [k, out[k]])));
+}, 20));
+`);
+  const d = path.join(dir, 'w');
+  fs.mkdirSync(path.join(d, 'old', 'sub'), { recursive: true });
+  for (const f of ['src.txt', 'gone.txt', 'psrc.txt']) fs.writeFileSync(path.join(d, f), f);
+  const log = path.join(dir, 'app.replay');
+  const rec = runNode('record', log, app, { args: [d] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stderr, '');
+  const results = new Map(JSON.parse(rec.stdout));
+  for (const [k, v] of results) assert.match(v, /^ok/, `${k}: ${v}`);
+  assert.strictEqual(results.size, 13, rec.stdout);
+  // The world as the recording left it: a live run now fails most of these.
+  const live = runNode(null, null, app, { args: [d] });
+  assert.notStrictEqual(live.stdout, rec.stdout);
+  fs.rmSync(path.join(d, 'made'), { recursive: true });
+  fs.appendFileSync(path.join(d, 'log.txt'), 'other\n');
+  const rep = runNode('replay', log, app, { args: [d] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+  // Made again: the directory the callback wrote into, and its file.
+  assert.strictEqual(fs.readFileSync(path.join(d, 'made', 'inside.txt'), 'utf8'), 'in');
+});
