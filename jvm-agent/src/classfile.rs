@@ -92,8 +92,8 @@ const SEEDER: &str = "(Ljava/util/concurrent/atomic/AtomicLong;J)J";
 /// (`this.wait(20)` names the caller's class; `wait` is Object's final method), in the
 /// program's classes and in `java.util.Timer` and its thread (which waits for its next task
 /// so), becomes `ReplayHooks.waitTimed(Object, long)`: its return comes at its recorded turn
-/// in replay. Their `notify()` and `notifyAll()` calls become events too (a timed wait they
-/// end returns after them). Not in the JDK's other classes, whose timed waits (reference
+/// in replay. Their `notify()` and `notifyAll()` calls are counted in replay (a timed wait
+/// one ended in the recording waits for one in replay too). Not in the JDK's other classes, whose timed waits (reference
 /// queues, the cleaner) run on the garbage collector's timing, nor in the [`LIVE_CLOCKS`]
 /// classes, left live on purpose.
 pub static MONITOR_SITES: [Site; 3] = [

@@ -67,8 +67,8 @@ static HOOK_BYTES: &[u8] = include_bytes!(env!("REPLAY_HOOKS_CLASS"));
 /// Events per Java-side batch: one native crossing per this many clock reads.
 const BATCH: jint = 1024;
 /// Kind names, indexed by the hook's kind numbers (K_NANO, K_MILLIS, K_ADJUST, K_SLEEP,
-/// K_POOL_TAKE, K_SELECTOR, K_ATOMIC, K_WAIT, K_NOTIFY). Only the first four are ever buffered (two bits of kind).
-const KINDS: [&str; 9] = [
+/// K_POOL_TAKE, K_SELECTOR, K_ATOMIC, K_WAIT). Only the first four are ever buffered (two bits of kind).
+const KINDS: [&str; 8] = [
     "java.lang.System.nanoTime",
     "java.lang.System.currentTimeMillis",
     "jdk.internal.misc.VM.getNanoTimeAdjustment",
@@ -80,10 +80,9 @@ const KINDS: [&str; 9] = [
     "java.net.http.HttpClient.selector.take",
     // src/selector.rs: input the operation (get, compareAndSet, set), value its result.
     "java.util.concurrent.atomic.AtomicInteger.ordered",
-    // A timed Object.wait's return: value 0, or 1 if interrupted; input the timeout.
+    // A timed Object.wait's return: value 0 timed out, 2 woken early, 1 interrupted; input
+    // the timeout.
     "java.lang.Object.wait",
-    // A notify or notifyAll where timed waits are hooked: value 0; input 1 for notifyAll.
-    "java.lang.Object.notify",
 ];
 /// The kind of a pool worker's take (src/pools.rs).
 const K_POOL_TAKE: usize = 4;

@@ -117,7 +117,7 @@ fn sleeps_complete_at_their_recorded_turn_without_waiting() {
 
 /// `Ticker FILE MS`: threads count their timed `Object.wait`s (on a lock, and `this.wait`)
 /// while main sleeps, and write the counts to a file only. Each timed wait's return is an
-/// event, and so are the notifyAll that ends one and the interrupt that ends the other: the
+/// event (the last of one woken by main's notifyAll, of the other by main's interrupt): the
 /// replayed counts are the recorded ones (before, the sleep returned at once in replay and
 /// the counts were 0 and 1, exit 0, silently), and replay takes no real time.
 #[test]
@@ -135,10 +135,6 @@ fn timed_waits_return_at_their_recorded_turn() {
             let waits = kinds.get("java.lang.Object.wait").copied().unwrap_or(0);
             // About 60 waits of 10 ms and 60 of 15 ms: at least a few dozen on a slow machine.
             assert!(waits >= 20, "{n}: {kinds:?}");
-            assert!(
-                kinds.contains_key("java.lang.Object.notify"),
-                "{n}: {kinds:?}"
-            );
             std::fs::remove_file(&file).unwrap();
             let started = Instant::now();
             let o = replay(jdk, d.path(), &log, "", "Ticker", &args);

@@ -35,7 +35,6 @@ public final class ReplayHooks {
     private static final int K_SELECTOR = 5;
     private static final int K_ATOMIC = 6;
     private static final int K_WAIT = 7;
-    private static final int K_NOTIFY = 8;
 
     /** 0: pass through; 1: record; 2: replay. Volatile: init publishes the fields below. */
     private static volatile int mode;
@@ -245,16 +244,19 @@ public final class ReplayHooks {
 
     /**
      * {@code o.wait(millis)} with a timeout, in the program's classes and java.util.Timer's
-     * thread (src/classfile.rs, "timed waits"). How often a thread's timed waits return
-     * before another thread acts is timing: a thread counting its waits while another sleeps
-     * wrote another count in replay, where the sleep returned at once. Record: the wait runs
-     * and its return is an event of this thread (value 0, or 1 if it was interrupted; the
-     * timeout is the input digest), so its place among the other threads' events is when it
-     * returned. Replay: the wait returns at that event's turn; until then the thread waits on
-     * the monitor in steps of a millisecond, releasing it as a wait does (a thread before it
-     * in the recording may need the monitor, and a notify ends a step early). A wait recorded
-     * as interrupted waits live. {@code wait(0)} (no timeout) is not an event: a notify ends
-     * it, which the other thread's replayed turn brings.
+     * (src/classfile.rs, MONITOR_SITES). How often a thread's timed waits return before
+     * another thread acts is timing: a thread counting its waits while another slept wrote
+     * another count in replay, where the sleep returned at once. Record: the wait runs and its
+     * return is an event of this thread, taken when it returned, so its place among the other
+     * threads' events is when it woke; its value says how: 0 timed out, 2 woken before its
+     * time (a notify), 1 interrupted; the timeout is the input digest. Replay: the wait
+     * returns at that event's turn, waiting on the monitor in steps of a millisecond until
+     * then (a thread before it may need the monitor, and a step releases it as a wait does).
+     * One woken by a notify in the recording then also waits for a notify in these classes
+     * since it began (the notifier's turn is not an event: it may come after the waiter's,
+     * which the recording took once the notifier had let go of the monitor), for at most its
+     * own timeout. One interrupted waits live. {@code wait(0)} (no timeout) is not an event:
+     * a notify ends it, which the other thread's replayed turn brings.
      */
     public static void waitTimed(Object o, long millis) throws InterruptedException {
         int m = mode;
@@ -264,17 +266,18 @@ public final class ReplayHooks {
             return;
         }
         if (m == 1) {
-            long outcome = 1;
+            long start = System.nanoTime();
             try {
                 o.wait(millis);
-                outcome = 0;
             } catch (InterruptedException e) {
-                record0(K_WAIT, outcome, millis);
+                record0(K_WAIT, 1L, millis);
                 throw e;
             }
-            record0(K_WAIT, outcome, millis);
+            long woke = System.nanoTime() - start < millis * 1000000L ? 2L : 0L;
+            record0(K_WAIT, woke, millis);
             return;
         }
+        long seen = notifies;
         boolean interrupted = false;
         Object[] p = quiet();
         try {
@@ -284,75 +287,59 @@ public final class ReplayHooks {
                 if ((b.length > 1 && (int) b[0] < (int) b[1]) || turnOf0(K_WAIT) != 0) {
                     break;
                 }
-                try {
-                    o.wait(1L);
-                } catch (InterruptedException e) {
-                    // Kept for the wait recorded as interrupted, or for the thread's next
-                    // interruptible call.
-                    interrupted = true;
-                }
+                interrupted |= pause(o);
             }
         } finally {
             loud(p);
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
         }
         long r = replayCall(K_WAIT, -1L, millis, b);
-        if (r != 0) {
+        if (r == 2L) {
+            p = quiet();
+            try {
+                long until = System.nanoTime() + millis * 1000000L;
+                while (notifies == seen && System.nanoTime() < until) {
+                    interrupted |= pause(o);
+                }
+            } finally {
+                loud(p);
+            }
+        }
+        if (interrupted) {
+            // Kept for the wait recorded as interrupted, or for the thread's next
+            // interruptible call.
+            Thread.currentThread().interrupt();
+        }
+        if (r == 1L || r < 0L) {
             o.wait(millis);
         }
     }
 
-    /** {@code o.notify()} where timed waits are hooked: see {@link #notified}. */
-    public static void notifyOne(Object o) {
-        notified(o, false);
-    }
+    /** Notifies in the classes whose timed waits are hooked, counted for waitTimed. */
+    private static volatile long notifies;
 
-    /** {@code o.notifyAll()} where timed waits are hooked: see {@link #notified}. */
-    public static void notifyEvery(Object o) {
-        notified(o, true);
-    }
-
-    /**
-     * A notify is an event of its thread, taken before it wakes anyone: a timed wait it ends
-     * returns after it in the recording, and in replay that return waits for it (without it,
-     * the waiting thread's turn came as soon as the notifier's event before came, and it went
-     * on before the notifier had set what it notifies about). Replay waits for the notify's
-     * turn on the monitor in steps of a millisecond, as {@link #waitTimed} does: a thread
-     * before it may need the monitor to return from its own wait.
-     */
-    private static void notified(Object o, boolean all) {
-        int m = mode;
-        long[] b = m == 0 ? null : buffer();
-        if (b != null && m == 1) {
-            record0(K_NOTIFY, 0L, all ? 1L : 0L);
-        } else if (b != null) {
-            boolean interrupted = false;
-            Object[] p = quiet();
-            try {
-                for (int i = 0; i < 60000; i++) {
-                    if ((b.length > 1 && (int) b[0] < (int) b[1]) || turnOf0(K_NOTIFY) != 0) {
-                        break;
-                    }
-                    try {
-                        o.wait(1L);
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                }
-            } finally {
-                loud(p);
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            replayCall(K_NOTIFY, -1L, all ? 1L : 0L, b);
+    /** A millisecond's wait on {@code o}'s monitor; true if the thread was interrupted. */
+    private static boolean pause(Object o) {
+        try {
+            o.wait(1L);
+            return false;
+        } catch (InterruptedException e) {
+            return true;
         }
-        if (all) {
-            o.notifyAll();
-        } else {
-            o.notify();
+    }
+
+    /** {@code o.notify()} where timed waits are hooked: counted (see waitTimed). */
+    public static void notifyOne(Object o) {
+        o.notify();
+        if (mode == 2) {
+            notifies++;
+        }
+    }
+
+    /** {@code o.notifyAll()} where timed waits are hooked: counted (see waitTimed). */
+    public static void notifyEvery(Object o) {
+        o.notifyAll();
+        if (mode == 2) {
+            notifies++;
         }
     }
 
