@@ -239,6 +239,9 @@ function installWorker() {
     if (ev.live(() => fs.existsSync(randoms))) require(randoms).install(ev);
     // Children a worker starts (esbuild's buildSync runs its binary from a worker).
     require('./lib/child.js').install(ev, native);
+    // Messages from the parent, and from the workers and channels it makes, in their
+    // recorded order.
+    require('./lib/worker.js').install(ev);
     require('./lib/os.js').install(ev);
   } catch (e) {
     host.disable('installing the hooks in a worker thread', e);

@@ -1071,6 +1071,12 @@ pub extern "system" fn Java_java_lang_ReplayHooks_attach0<'l>(
                 0
             };
         }
+        // The fetched run of an earlier Java thread on this OS thread (`RUN` belongs to the OS
+        // thread) is not this buffer's: the JVM's shutdown runs on main's OS thread as another
+        // Java thread (DestroyJavaVM), whose new buffer then found main's last run at its start
+        // and reported main's first clock value, used long before, as left unused (a
+        // File.deleteOnExit's delete at shutdown diverged so, every time).
+        RUN.with(|r| r.borrow_mut().clear());
         // Replay keeps the buffer of a buffering (non-daemon) thread: its ThreadEnd checks
         // that no fetched value was left unused.
         let keep = !buf.is_null() && env.get_array_length(&buf).is_ok_and(|n| n > 1);

@@ -132,6 +132,16 @@ function install(ev) {
     enumerable: false,
   });
 
+  // In a worker: what the parent sends (parentPort), ordered as the worker got it among its
+  // other completions. A worker that answers its parent's message through a child process
+  // (esbuild's service: the main thread blocks in Atomics.wait for the answer) got the child's
+  // replayed output before the message that made it ask: the child was written to later, its
+  // answer went unheard, and the main thread waited forever (tsx hung in replay).
+  const parent = workerThreads.parentPort;
+  if (!workerThreads.isMainThread && parent && parent[STATE] === undefined) {
+    Object.defineProperty(parent, STATE, { value: { key: 'parent port', queue: [], waiting: false, weak: false } });
+  }
+
   const portProto = MessagePort.prototype;
   const ownDispatch = Object.prototype.hasOwnProperty.call(portProto, kHybridDispatch);
   const realDispatch = portProto[kHybridDispatch];

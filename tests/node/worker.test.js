@@ -159,3 +159,36 @@ if (isMainThread) {
   assert.strictEqual(rep.stdout, rec.stdout);
   assert.match(rep.stderr, /could not check everything: ran live \(1 shared memory\)/);
 });
+
+test('a worker answering its parent through a child process replays while the parent blocks in Atomics.wait', () => {
+  // esbuild's synchronous API (tsx runs every file through it): the main thread blocks in
+  // Atomics.wait while a worker writes to a child and signals its answer. The child's
+  // replayed output must reach the worker after the parent's message that made it ask
+  // (before, it came first, went unheard, and the main thread waited forever).
+  const dir = tmpdir('replay-atomics-child');
+  const app = script(dir, 'app.js', `
+const { Worker } = require('worker_threads');
+const w = new Worker(\`
+const { parentPort } = require('worker_threads');
+const c = require('child_process').spawn('cat');
+let a;
+let got = '';
+c.stdout.on('data', (d) => { got += d; if (got.length >= 5) { Atomics.store(a, 0, got.length); Atomics.notify(a, 0); } });
+parentPort.on('message', (m) => { a = new Int32Array(m.sab); c.stdin.write(m.text); });
+\`, { eval: true });
+w.unref();
+const sab = new SharedArrayBuffer(4);
+w.postMessage({ sab, text: process.argv[2] });
+const r = Atomics.wait(new Int32Array(sab), 0, 0, 20000);
+console.log('wait:', r, new Int32Array(sab)[0]);
+process.exit(0);
+`);
+  const log = require('path').join(dir, 'app.replay');
+  const rec = runNode('record', log, app, { args: ['hello'] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'wait: ok 5\n');
+  const rep = runNode('replay', log, app, { args: ['hello'] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stdout, rec.stdout);
+  assert.doesNotMatch(rep.stderr, /DIVERGENCE/);
+});

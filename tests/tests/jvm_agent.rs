@@ -803,6 +803,23 @@ fn heap_sizes_and_processor_count_replay_on_another_machine_shape() {
     }
 }
 
+/// `File.deleteOnExit`: the delete runs at shutdown, on main's OS thread as another Java
+/// thread. Replay ends as recorded (it reported main's first clock value as left unused).
+#[test]
+fn a_delete_at_exit_replays() {
+    for jdk in jdks() {
+        let r = replay_tests::jvm::record(jdk, "ExitDelete", &["x.tmp"], |_| {});
+        assert!(!r.dir.path().join("x.tmp").exists(), "{}", name(jdk));
+        assert!(
+            r.kinds.contains_key("java.io.UnixFileSystem.delete"),
+            "{:?}",
+            r.kinds
+        );
+        replay_tests::jvm::assert_replays(jdk, &r, &[], "ExitDelete", &["x.tmp"]);
+        assert!(!r.dir.path().join("x.tmp").exists(), "{}", name(jdk));
+    }
+}
+
 /// The process id (`ProcessHandle`, `RuntimeMXBean`) is the recorded process's in replay,
 /// and the JDK's questions about that id (alive, found, its command) are answered about the
 /// replaying process, as they were about the recorded one.
