@@ -458,7 +458,9 @@ function install(ev) {
     Object.assign(s, x.f);
     for (const key of Object.keys(x.d || {})) s[key] = new RealDate(x.d[key]);
     return s;
-  }
+  }  // For lib/watch.js (fs.watchFile's listener gets two Stats).
+  ev.stats = { encode: encodeStats, decode: decodeStats };
+
 
   // A synchronous call: `input` null means not hooked. `enc`/`dec` turn the result into a
   // recordable value and back.

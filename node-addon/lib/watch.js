@@ -6,7 +6,14 @@
 // that no one made any more, and the program (chokidar, a build tool's watch mode) hung.
 //
 // 'close' is not recorded: it follows the program's own close() (emitted on the next tick,
-// as Node does) or an error. Not hooked: fs.watchFile (stat polling) and fs.promises.watch.
+// as Node does) or an error. Not hooked: fs.promises.watch.
+//
+// fs.watchFile (stat polling: chokidar's usePolling, nodemon's legacy watch): what the
+// listener gets (the file's Stats now and before) is a completion of the StatWatcher's key
+// (`watchFile PATH#n`, n counting the watchers Node makes for that path: one per path while
+// it has listeners). Replay polls nothing: the listeners get the recorded Stats at their
+// turn. Before, replay polled the live file: a program waiting for someone to change it
+// hung, and one that saw a change got the live sizes (exit 0, another file written).
 
 const fs = require('fs');
 const EventEmitter = require('events');
@@ -109,6 +116,118 @@ function install(ev) {
   fs.watch = watch;
   ev.onDisable(() => {
     if (fs.watch === watch) fs.watch = realWatch;
+  });
+  if (typeof fs.watchFile === 'function' && typeof fs.unwatchFile === 'function' && ev.stats) {
+    installWatchFile(ev, replaying);
+  }
+}
+
+function installWatchFile(ev, replaying) {
+  const path = require('path');
+  const realWatchFile = fs.watchFile;
+  const realUnwatchFile = fs.unwatchFile;
+  const kWatchFile = ev.kind('node.fs.watchFile');
+  const HOOKED = Symbol('replay-node.statWatcher');
+  const { encode, decode } = ev.stats;
+  // Replay: the watchers made, by resolved path (Node shares one per path).
+  const watchers = new Map();
+
+  const watchFile = {
+    watchFile(filename, options, listener) {
+      if (!ev.on || ev.busy) return Reflect.apply(realWatchFile, this, arguments);
+      const where = pathOf(filename);
+      if (where === null) return Reflect.apply(realWatchFile, this, arguments);
+      const args = arguments;
+      if (!replaying) {
+        const w = ev.live(() => Reflect.apply(realWatchFile, this, args));
+        ev.record(kWatchFile, where, null);
+        if (w && typeof w.emit === 'function' && !w[HOOKED]) {
+          Object.defineProperty(w, HOOKED, { value: true });
+          const key = ev.opKey(`watchFile ${where}`);
+          const realEmit = w.emit;
+          w.emit = function emit(name, cur, prev) {
+            if (name === 'change' && ev.on) {
+              try {
+                ev.done(key, { c: encode(cur), p: encode(prev) });
+              } catch (e) {
+                ev.fail('recording a stat watcher', e);
+              }
+            }
+            return Reflect.apply(realEmit, this, arguments);
+          };
+        }
+        return w;
+      }
+      const r = ev.replay(kWatchFile, where);
+      if (r === ev.LIVE) return Reflect.apply(realWatchFile, this, args);
+      const opts = typeof options === 'object' && options !== null ? options : {};
+      const cb = typeof options === 'function' ? options : listener;
+      const resolved = path.resolve(where);
+      let w = watchers.get(resolved);
+      if (w === undefined) {
+        w = replayedStat(ev.opKey(`watchFile ${where}`), opts.persistent === false);
+        watchers.set(resolved, w);
+      }
+      if (typeof cb === 'function') w.addListener('change', cb);
+      return w;
+    },
+  }.watchFile;
+  Object.defineProperty(watchFile, 'length', { value: realWatchFile.length });
+
+  // A StatWatcher fed from the log.
+  function replayedStat(key, weak) {
+    const w = new EventEmitter();
+    let stopped = false;
+    const follow = () => {
+      ev.await(
+        key,
+        (v) => {
+          if (stopped || v === ev.LIVE || v === null || typeof v !== 'object') return;
+          follow();
+          w.emit('change', decode(v.c), decode(v.p));
+        },
+        weak,
+      );
+    };
+    follow();
+    w.stop = function stop() {
+      if (stopped) return;
+      stopped = true;
+      ev.cancel(key);
+      process.nextTick(() => w.emit('stop'));
+    };
+    w.ref = function ref() {
+      if (!stopped) ev.weak(key, false);
+      return this;
+    };
+    w.unref = function unref() {
+      if (!stopped) ev.weak(key, true);
+      return this;
+    };
+    return w;
+  }
+
+  const unwatchFile = {
+    unwatchFile(filename, listener) {
+      const where = pathOf(filename);
+      const w = where === null || !replaying ? undefined : watchers.get(path.resolve(where));
+      if (w === undefined) return Reflect.apply(realUnwatchFile, this, arguments);
+      if (typeof listener === 'function') w.removeListener('change', listener);
+      else w.removeAllListeners('change');
+      if (w.listenerCount('change') === 0) {
+        w.stop();
+        watchers.delete(path.resolve(where));
+      }
+      return undefined;
+    },
+  }.unwatchFile;
+  Object.defineProperty(unwatchFile, 'length', { value: realUnwatchFile.length });
+
+  fs.watchFile = watchFile;
+  fs.unwatchFile = unwatchFile;
+  ev.onDisable(() => {
+    if (fs.watchFile === watchFile) fs.watchFile = realWatchFile;
+    if (fs.unwatchFile === unwatchFile) fs.unwatchFile = realUnwatchFile;
   });
 }
 

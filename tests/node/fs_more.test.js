@@ -226,6 +226,43 @@ console.log('watching');
   assert.strictEqual(rep.stdout, rec.stdout);
 });
 
+test('fs.watchFile gives the recorded Stats in replay, with nobody changing anything', async () => {
+  // A StatWatcher's reports are completions; replay polls nothing. Before, a replayed
+  // watchFile waited for a change no one made any more (chokidar with usePolling hung), and
+  // one that saw a change got the live file's sizes.
+  const dir = tmpdir('replay-watchfile');
+  fs.writeFileSync(path.join(dir, 'data.txt'), 'hello\n');
+  const app = script(dir, 'watchfile.js', `
+const fs = require('fs');
+const seen = [];
+const onChange = (cur, prev) => {
+  seen.push(prev.size + '->' + cur.size + (cur.mtime instanceof Date ? ' date' : ''));
+  if (seen.length === 1) return;
+  fs.unwatchFile('data.txt', onChange);
+  console.log(seen.join(' '), typeof cur.isFile === 'function' && cur.isFile());
+};
+const w = fs.watchFile('data.txt', { interval: 20 }, onChange);
+w.on('stop', () => console.log('stopped'));
+const other = () => {};
+console.log('watching', w === fs.watchFile('data.txt', other));
+fs.unwatchFile('data.txt', other);
+`);
+  const log = path.join(dir, 'watchfile.replay');
+  const data = path.join(dir, 'data.txt');
+  const w1 = setTimeout(() => fs.appendFileSync(data, 'more\n'), 600);
+  const w2 = setTimeout(() => fs.appendFileSync(data, 'and more\n'), 1200);
+  const rec = await runNodeAsync('record', log, app, { timeout: 20000 });
+  clearTimeout(w1);
+  clearTimeout(w2);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'watching true\n6->11 date 11->20 date true\nstopped\n');
+  fs.writeFileSync(data, 'something else entirely\n');
+  const rep = runNode('replay', log, app, { timeout: 20000 });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
+
 test('copyFileSync, copyFile, promises.copyFile and cpSync write the recorded copy after the source changed', () => {
   // A copy reads its source: replayed live, it copied the edited file (fs-extra's copy).
   const dir = tmpdir('replay-copyfile');
