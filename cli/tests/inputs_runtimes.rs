@@ -152,6 +152,58 @@ fn java_gets_its_recorded_environment_and_stdin() {
     assert_eq!(out, "chunk first\n\nchunk second\n\nend recorded true\n");
 }
 
+/// A JVM whose stdin is not the launcher's (a script's `java ... < file`, `cat file | java`)
+/// reads input the launcher does not see: the agent records `System.in` itself, and replay
+/// gives the recorded bytes with the file changed or gone. The launcher's own stdin (a pipe,
+/// the test's) is recorded by the launcher alone.
+#[test]
+fn a_jvm_in_a_script_gets_its_recorded_stdin() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    std::fs::write(dir.join("Inputs.java"), JAVA).unwrap();
+    let c = Command::new("javac")
+        .current_dir(dir)
+        .arg("Inputs.java")
+        .status()
+        .unwrap();
+    assert!(c.success());
+    for (name, script) in [
+        ("redirect", "java -cp . Inputs < data.txt"),
+        ("pipe", "cat data.txt | java -cp . Inputs"),
+    ] {
+        std::fs::write(dir.join("data.txt"), "from the file\n").unwrap();
+        let rec = dir.join(name);
+        let args = ["record", "-o", p(&rec), "--", "sh", "-c", script];
+        let r = run(dir, "g", "", In::Pipe(&["launcher's own\n"]), &args);
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        assert_eq!(r.stdout, "chunk from the file\n\nend g true\n", "{name}");
+        let events = replay(&["dump", p(&rec.join("1-Inputs.replay"))]).stdout;
+        assert!(events.contains("java.lang.System.in"), "{name}: {events}");
+        std::fs::write(dir.join("data.txt"), "edited after the recording\n").unwrap();
+        let args = ["replay", p(&rec), "--", "sh", "-c", script];
+        let again = run(dir, "g", "", In::Null, &args);
+        assert_eq!(
+            (again.code, again.stdout.as_str()),
+            (0, r.stdout.as_str()),
+            "{name}: {}",
+            again.stderr
+        );
+        assert!(
+            !again.stderr.contains("DIVERGENCE"),
+            "{name}: {}",
+            again.stderr
+        );
+    }
+    // The launcher's stdin given straight to the JVM: no event of the agent's.
+    let rec = dir.join("direct");
+    let args = ["record", "-o", p(&rec), "--", "java", "-cp", ".", "Inputs"];
+    let r = run(dir, "g", "", In::Pipe(&["piped\n"]), &args);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let events = replay(&["dump", p(&rec.join("1-Inputs.replay"))]).stdout;
+    assert!(events.contains("java.lang.System"), "{events}");
+    assert!(!events.contains("java.lang.System.in"), "{events}");
+}
+
 #[test]
 fn a_c_program_gets_its_recorded_environment_and_stdin() {
     let d = tempfile::tempdir().unwrap();

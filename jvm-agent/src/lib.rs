@@ -46,6 +46,7 @@ mod reflected;
 mod seeds;
 mod selector;
 mod signals;
+mod stdin;
 
 use jni::objects::{GlobalRef, JClass, JLongArray, JObject, JString};
 use jni::sys::{jclass, jint, jlong, jlongArray, jobject, JNIEnv as RawJniEnv, JavaVM};
@@ -549,6 +550,8 @@ unsafe extern "C" fn on_vm_init(_jvmti: RawEnv, jni: *mut RawJniEnv, _thread: jt
                 );
             }
         }
+        // System.in, when it is not the stdin the launcher records (src/stdin.rs).
+        stdin::hook(&mut env);
         // Replay: the recorded signals are raised again at their place (src/signals.rs).
         signals::start_replay();
     })

@@ -132,39 +132,63 @@ pub struct Recording {
     chunks: Option<mpsc::Receiver<Option<Vec<u8>>>>,
 }
 
+/// The identity (`device:inode`) of an open descriptor, as [`STDIN_VAR`] gives it.
+fn identity(fd: i32) -> Option<OsString> {
+    // SAFETY: fstat writes only into `st`.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return None;
+    }
+    Some(OsString::from(format!("{}:{}", st.st_dev, st.st_ino)))
+}
+
+/// The variable naming the stdin the launcher gives the program (`device:inode`). A process
+/// of the tree whose fd 0 is another (a script's `java Main < input`, `cat f | node app.js`)
+/// reads input the launcher does not record: its front end records those reads itself (the
+/// JVM agent: `System.in`). Not recorded (a replay key): replay sets its own.
+pub const STDIN_VAR: &str = "REPLAY_STDIN";
+
+/// [`STDIN_VAR`] for `stdio` given from descriptor `fd` (the launcher's own fd 0 when
+/// inherited).
+fn stdin_var(fd: i32) -> Option<(OsString, OsString)> {
+    identity(fd).map(|id| (OsString::from(STDIN_VAR), id))
+}
+
 impl Recording {
-    /// Chooses the program's stdin. A pipe's copier starts here, before the program: what
-    /// it copies waits in the channel until the log is open.
-    pub fn stdin() -> (Recording, Stdio) {
+    /// Chooses the program's stdin, and the variable that names it ([`STDIN_VAR`]). A pipe's
+    /// copier starts here, before the program: what it copies waits in the channel until
+    /// the log is open.
+    pub fn stdin() -> (Recording, Stdio, Option<(OsString, OsString)>) {
         let source = Source::current();
         let mut rec = Recording {
             source,
             file_from: None,
             chunks: None,
         };
-        let stdio = match source {
-            Source::Terminal | Source::Null => Stdio::inherit(),
+        let (stdio, var) = match source {
+            Source::Terminal | Source::Null => (Stdio::inherit(), stdin_var(0)),
             Source::File => {
                 // SAFETY: lseek on fd 0 only queries its offset.
                 let at = unsafe { libc::lseek(0, 0, libc::SEEK_CUR) };
                 rec.file_from = u64::try_from(at).ok();
-                Stdio::inherit()
+                (Stdio::inherit(), stdin_var(0))
             }
             Source::Pipe => match pipe() {
                 Ok((read, write)) => {
                     let (tx, rx) = mpsc::channel();
                     rec.chunks = Some(rx);
                     std::thread::spawn(move || copy_stdin(File::from(write), &tx));
-                    Stdio::from(read)
+                    let var = stdin_var(read.as_raw_fd());
+                    (Stdio::from(read), var)
                 }
                 Err(e) => {
                     eprintln!("replay: note: stdin is not recorded (cannot make a pipe: {e})");
                     rec.source = Source::Terminal;
-                    Stdio::inherit()
+                    (Stdio::inherit(), stdin_var(0))
                 }
             },
         };
-        (rec, stdio)
+        (rec, stdio, var)
     }
 
     /// Records the environment, what stdin is, and a regular file's bytes.
@@ -357,24 +381,33 @@ impl Replaying {
         Ok(r)
     }
 
-    /// The program's stdin in replay.
-    pub fn stdin(self) -> io::Result<Stdio> {
+    /// The program's stdin in replay, and the variable that names it ([`STDIN_VAR`]).
+    pub fn stdin(self) -> io::Result<(Stdio, Option<(OsString, OsString)>)> {
         Ok(match self.source {
             // Not recorded (an older recording, or a terminal's): this one's.
-            None => Stdio::inherit(),
+            None => (Stdio::inherit(), stdin_var(0)),
             Some(Source::Terminal) => {
                 eprintln!(
                     "replay: note: stdin was a terminal when recorded: it is not replayed, the program reads this one's"
                 );
-                Stdio::inherit()
+                (Stdio::inherit(), stdin_var(0))
             }
-            Some(Source::Null) => Stdio::null(),
-            Some(Source::File) => Stdio::from(memory_file(&self.chunks)?),
+            Some(Source::Null) => {
+                let null = File::open("/dev/null")?;
+                let var = stdin_var(null.as_raw_fd());
+                (Stdio::from(null), var)
+            }
+            Some(Source::File) => {
+                let f = memory_file(&self.chunks)?;
+                let var = stdin_var(f.as_raw_fd());
+                (Stdio::from(f), var)
+            }
             Some(Source::Pipe) => {
                 let (read, write) = pipe()?;
                 let (chunks, ended) = (self.chunks, self.ended);
                 std::thread::spawn(move || feed(File::from(write), chunks, ended));
-                Stdio::from(read)
+                let var = stdin_var(read.as_raw_fd());
+                (Stdio::from(read), var)
             }
         })
     }

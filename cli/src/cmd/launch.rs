@@ -753,16 +753,21 @@ fn launch(s: Setup, c: &Common, mode: Mode, stdio: Option<PathBuf>) -> Res<u8> {
             if let Some(env) = &recorded.env {
                 base = inputs::replay_env(env);
             }
-            cmd.stdin(recorded.stdin().map_err(|e| {
+            let (stdin, var) = recorded.stdin().map_err(|e| {
                 Fail::new(
                     EXIT_CANNOT_RUN,
                     format!("cannot give the program its recorded stdin: {e}"),
                 )
-            })?);
+            })?;
+            cmd.stdin(stdin);
+            base.retain(|(k, _)| k != inputs::STDIN_VAR);
+            base.extend(var);
         }
         (Mode::Record, _) if stdio.is_some() => {
-            let (rec, stdin) = inputs::Recording::stdin();
+            let (rec, stdin, var) = inputs::Recording::stdin();
             cmd.stdin(stdin);
+            base.retain(|(k, _)| k != inputs::STDIN_VAR);
+            base.extend(var);
             inputs = Some(rec);
         }
         _ => {}
