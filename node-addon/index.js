@@ -248,6 +248,48 @@ function installWorker() {
   }
 }
 
+// Whether fd 0 is another stdin than the launcher's (REPLAY_STDIN: `device:inode`; unset,
+// when run without the launcher: no).
+function ownStdin(fs) {
+  const named = process.env.REPLAY_STDIN;
+  if (!named) return false;
+  try {
+    const st = fs.fstatSync(0, { bigint: true });
+    return named !== `${st.dev}:${st.ino}`;
+  } catch (_) {
+    return false;
+  }
+}
+
+// process.stdin on a pipe is a socket Node reads natively, out of the fs hooks' sight: for a
+// recorded fd 0 it is a file stream on the descriptor instead (what Node makes for a regular
+// file), whose reads are the hooked fs.read.
+function fileStdin(fs) {
+  let isPipe = false;
+  try {
+    const st = fs.fstatSync(0);
+    isPipe = st.isFIFO() || st.isSocket();
+  } catch (_) {
+    return;
+  }
+  const desc = Object.getOwnPropertyDescriptor(process, 'stdin');
+  if (!isPipe || !desc || !desc.configurable || typeof desc.get !== 'function') return;
+  let stream = null;
+  Object.defineProperty(process, 'stdin', {
+    configurable: true,
+    enumerable: desc.enumerable,
+    get: {
+      stdin() {
+        if (stream === null) {
+          stream = new fs.ReadStream(null, { fd: 0, autoClose: false });
+          stream.fd = 0;
+        }
+        return stream;
+      },
+    }.stdin,
+  });
+}
+
 // Replay: process.pid is the recorded process's (`rec`, from the log's header). Programs put
 // their pid in names (write-file-atomic's temporary files, which npm, jest and ava write
 // through: a replay renamed another file than recorded) and in output. process.kill of a
@@ -954,6 +996,29 @@ function install() {
       disable(`installing the ${name} hooks`, e);
       return;
     }
+  }
+  // fd 0, when it is not the stdin the launcher records (REPLAY_STDIN names that one): a
+  // script's `node app.js < input` or `cat input | node app.js` read the edited input in
+  // replay. Its reads (fs.readFileSync(0), fs.readSync, process.stdin on a file) are events
+  // then; whether they are is an event too, so replay follows the recording.
+  try {
+    if (typeof ev.hookStdin === 'function' && ownStdin(fs)) {
+      const kStdin = ev.kind('node.stdin');
+      let hooked = false;
+      if (ev.mode === 'record') {
+        ev.record(kStdin, null, { v: 1 });
+        hooked = true;
+      } else {
+        hooked = ev.replay(kStdin, null) !== ev.LIVE;
+      }
+      if (hooked) {
+        ev.hookStdin();
+        fileStdin(fs);
+      }
+    }
+  } catch (e) {
+    disable('installing the stdin hook', e);
+    return;
   }
   // Timers and immediates as completions (last: the modules above take the real ones).
   try {

@@ -76,12 +76,43 @@ macro_rules! outln {
 
 /// Opens a log and reads its header. Failing here is exit 3: there is nothing to show.
 pub fn open(path: &Path) -> Res<LogReader> {
+    let one;
+    let path = if path.is_dir() {
+        one = process_log(path)?;
+        one.as_path()
+    } else {
+        path
+    };
     LogReader::open(path).map_err(|e| {
         Fail::new(
             EXIT_UNREADABLE,
             format!("{}: {}", path.display(), open_reason(&e)),
         )
     })
+}
+
+/// The one process log of recording directory `dir` (a recording of one program, as most
+/// are); a recording of several processes names them in the error, since each is a log of
+/// its own.
+fn process_log(dir: &Path) -> Res<std::path::PathBuf> {
+    let unreadable = |why: String| Fail::new(EXIT_UNREADABLE, format!("{}: {why}", dir.display()));
+    let entries = std::fs::read_dir(dir).map_err(|e| unreadable(format!("cannot open: {e}")))?;
+    let mut logs: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| replay_core::tree::parse_name(n).is_some())
+        .collect();
+    logs.sort();
+    match logs.len() {
+        1 => Ok(dir.join(&logs[0])),
+        0 => Err(unreadable(
+            "a directory without process logs; give a log file".to_string(),
+        )),
+        n => Err(unreadable(format!(
+            "a recording of {n} processes; give one of its logs: {} (see `replay info {}`)",
+            logs.join(", "),
+            dir.display()
+        ))),
+    }
 }
 
 fn open_reason(e: &LogError) -> String {

@@ -217,3 +217,32 @@ fn corrupt_chunk_stops_the_dump_with_its_offset() {
         r.stderr
     );
 }
+
+#[test]
+fn a_recording_directory_dumps_its_one_process_log_or_names_its_logs() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("rec");
+    std::fs::create_dir(&dir).unwrap();
+    standard(&dir.join("1-app.replay"), None);
+    let whole = replay(&["dump", p(&dir.join("1-app.replay"))]);
+    let r = replay(&["dump", p(&dir)]);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, whole.stdout.as_str()),
+        "{}",
+        r.stderr
+    );
+    // Several processes: one line naming them, exit 3, nothing dumped.
+    standard(&dir.join("1.1-child.replay"), None);
+    let r = replay(&["dump", p(&dir)]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stdout.is_empty());
+    assert!(
+        r.stderr.contains(
+            "a recording of 2 processes; give one of its logs: 1-app.replay, 1.1-child.replay"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+}

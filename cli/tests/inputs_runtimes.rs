@@ -204,6 +204,62 @@ fn a_jvm_in_a_script_gets_its_recorded_stdin() {
     assert!(!events.contains("java.lang.System.in"), "{events}");
 }
 
+/// The same for Node in a script: `process.stdin` (a file stream on the redirect, a pipe
+/// from `cat`) and `fs.readFileSync(0)`.
+#[test]
+fn node_in_a_script_gets_its_recorded_stdin() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    std::fs::write(dir.join("inputs.js"), NODE).unwrap();
+    std::fs::write(
+        dir.join("whole.js"),
+        "console.log('whole', JSON.stringify(require('fs').readFileSync(0, 'utf8')));",
+    )
+    .unwrap();
+    for (name, script, want) in [
+        (
+            "redirect",
+            "node inputs.js < data.txt",
+            "chunk \"from the file\\n\"\nend g true\n",
+        ),
+        (
+            "pipe",
+            "cat data.txt | node inputs.js",
+            "chunk \"from the file\\n\"\nend g true\n",
+        ),
+        (
+            "whole",
+            "cat data.txt | node whole.js",
+            "whole \"from the file\\n\"\n",
+        ),
+    ] {
+        std::fs::write(dir.join("data.txt"), "from the file\n").unwrap();
+        let rec = dir.join(name);
+        let args = ["record", "-o", p(&rec), "--", "sh", "-c", script];
+        let r = run(dir, "g", "", In::Pipe(&["launcher's own\n"]), &args);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (0, want),
+            "{name}: {}",
+            r.stderr
+        );
+        assert!(
+            !r.stderr.contains("unknown variable"),
+            "{name}: {}",
+            r.stderr
+        );
+        std::fs::write(dir.join("data.txt"), "edited after the recording\n").unwrap();
+        let args = ["replay", p(&rec), "--", "sh", "-c", script];
+        let again = run(dir, "g", "", In::Null, &args);
+        assert_eq!(
+            (again.code, again.stdout.as_str()),
+            (0, want),
+            "{name}: {}",
+            again.stderr
+        );
+    }
+}
+
 #[test]
 fn a_c_program_gets_its_recorded_environment_and_stdin() {
     let d = tempfile::tempdir().unwrap();

@@ -44,10 +44,18 @@ pub const ENV_ID: &str = "REPLAY_TREE_ID";
 /// Where the launcher puts recordings (read by the launcher only).
 pub const ENV_RECORDINGS: &str = "REPLAY_DIR";
 
+/// The stdin the launcher gives the program and records (`device:inode`): a process of the
+/// tree whose fd 0 is another records its stdin reads itself (cli/src/cmd/inputs.rs).
+pub const ENV_STDIN: &str = "REPLAY_STDIN";
+
 /// Whether an environment variable belongs to the tree or the launcher (not an option of the
 /// core, and not one a front end should warn about).
 pub fn is_tree_var(name: &str) -> bool {
-    name == ENV_TREE || name == ENV_CLAIMS || name == ENV_ID || name == ENV_RECORDINGS
+    name == ENV_TREE
+        || name == ENV_CLAIMS
+        || name == ENV_ID
+        || name == ENV_RECORDINGS
+        || name == ENV_STDIN
 }
 
 /// The log file name of process `id` running `program`.

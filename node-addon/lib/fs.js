@@ -600,6 +600,9 @@ function install(ev) {
   // no replayed descriptor can alias another file the program opens. Its number may differ
   // from the recorded one.
   const hookedFds = new Map();
+  // fd 0 when it is not the stdin the launcher records (index.js, ownStdin): its reads are
+  // events like those of a file the program opened.
+  ev.hookStdin = () => hookedFds.set(0, 'stdin');
   // Record: hooked descriptors a createReadStream of the program reads (its `fd` option). The
   // stream is one event; Node's own reads and close of the descriptor under it are not.
   const streamOwned = new Set();

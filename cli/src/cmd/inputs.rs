@@ -146,7 +146,7 @@ fn identity(fd: i32) -> Option<OsString> {
 /// of the tree whose fd 0 is another (a script's `java Main < input`, `cat f | node app.js`)
 /// reads input the launcher does not record: its front end records those reads itself (the
 /// JVM agent: `System.in`). Not recorded (a replay key): replay sets its own.
-pub const STDIN_VAR: &str = "REPLAY_STDIN";
+pub const STDIN_VAR: &str = replay_core::tree::ENV_STDIN;
 
 /// [`STDIN_VAR`] for `stdio` given from descriptor `fd` (the launcher's own fd 0 when
 /// inherited).
