@@ -308,6 +308,49 @@ fn a_forked_childs_messages_arrive_at_their_recorded_turn() {
     }
 }
 
+/// Three forked children each answer a message after a timer and end on the parent's 'bye'.
+/// A replayed child gets its recorded 'bye' at its turn, not when the parent sends it, and
+/// may close the channel before the parent (replayed too) sends: that send is dropped as if
+/// sent (it raised ERR_IPC_CHANNEL_CLOSED, uncaught, and the parent ended early).
+const IPC_PARENT_BYE: &str = r#"
+const { fork } = require('child_process');
+let done = 0;
+const res = [];
+for (let i = 0; i < 3; i++) {
+  const k = fork('worker.js');
+  k.on('message', (m) => { res.push(i + ':' + m); if (m === 'result') k.send('bye'); });
+  k.on('exit', () => { if (++done === 3) console.log('done', res.sort().join(',')); });
+  k.send('work');
+}
+"#;
+
+const IPC_CHILD_BYE: &str = r#"
+process.on('message', (m) => {
+  if (m === 'work') setTimeout(() => process.send('result'), 20);
+  else { process.send('ack'); process.disconnect(); }
+});
+"#;
+
+#[test]
+fn forked_children_that_end_before_their_parent_sends_replay() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "parent.js", IPC_PARENT_BYE);
+    write(dir, "worker.js", IPC_CHILD_BYE);
+    let rec = dir.join("rec");
+    let r = run(dir, &["record", "-o", p(&rec), "--", "node", "parent.js"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stdout,
+        "done 0:ack,0:result,1:ack,1:result,2:ack,2:result\n"
+    );
+    for _ in 0..4 {
+        let again = run(dir, &["replay", p(&rec), "--", "node", "parent.js"]);
+        assert_eq!(again.code, 0, "{}", again.stderr);
+        assert_eq!(again.stdout, r.stdout, "{}", again.stderr);
+    }
+}
+
 /// A Node child recorded under its own log runs again in replay: the program sees the pid it
 /// had in the recording (c8 passes it to a watchdog process as an argument), and
 /// `process.kill` of that pid reaches the child running now.

@@ -73,6 +73,26 @@ function channel(ev, target, key) {
   } catch (e) {
     ev.fail('following an IPC channel', e);
   }
+  // The other end, replayed or live, may close the channel before its recorded time (a
+  // replayed child got its recorded 'bye' at once and exited while its parent was still to
+  // send it): what this end sends on a channel the other end closed early is dropped as if
+  // sent (it raised ERR_IPC_CHANNEL_CLOSED, uncaught, where the recorded send went through).
+  // Until the recorded 'disconnect' comes (Node's own disconnect() at the channel's end is
+  // the live one).
+  let recordedConnected = true;
+  try {
+    const realSend = target.send;
+    if (typeof realSend === 'function') {
+      target.send = function send(...args) {
+        if (!ev.on || live || this.connected || !recordedConnected) return realSend.apply(this, args);
+        const cb = args.length > 1 && typeof args[args.length - 1] === 'function' ? args[args.length - 1] : null;
+        if (cb) process.nextTick(cb, null);
+        return true;
+      };
+    }
+  } catch (e) {
+    ev.fail('following an IPC channel', e);
+  }
   const next = () =>
     ev.await(
       key,
@@ -83,6 +103,7 @@ function channel(ev, target, key) {
         }
         delivering = true;
         try {
+          if (r.d) recordedConnected = false;
           if (r.d) realEmit.call(target, 'disconnect');
           else realEmit.call(target, 'message', v8.deserialize(r.m));
         } finally {
