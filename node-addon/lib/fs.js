@@ -114,7 +114,12 @@ function fromNode(hook) {
     Error.stackTraceLimit = limit;
   }
   const caller = Array.isArray(sites) && sites[0];
-  const file = caller && caller.getFileName && caller.getFileName();
+  let file = caller && caller.getFileName && caller.getFileName();
+  // graceful-fs's gracefulify (npm, jest, webpack) puts its wrappers in front of fs's
+  // functions, so Node's own calls (fs.promises.rm's lstat and rmdir, fs.cp's) reach the
+  // hook through graceful-fs: whose call it is, is the first caller below graceful-fs (Node's
+  // own calls were recorded as the program's, which replay, not running rm, never made).
+  if (typeof file === 'string' && GRACEFUL.test(file)) file = belowGraceful(hook);
   lastCaller = file;
   if (typeof file !== 'string') return false;
   let mine = nodeFile.get(file);
@@ -124,6 +129,31 @@ function fromNode(hook) {
     if (file.startsWith('node:')) nodeFile.set(file, mine);
   }
   return mine;
+}
+
+const GRACEFUL = /[\\/]graceful-fs[\\/]/;
+
+// The file of the first caller of `hook` that is not graceful-fs's (see fromNode).
+function belowGraceful(hook) {
+  const prepare = Error.prepareStackTrace;
+  const limit = Error.stackTraceLimit;
+  let sites;
+  try {
+    Error.prepareStackTrace = callSites;
+    Error.stackTraceLimit = 12;
+    const holder = {};
+    Error.captureStackTrace(holder, hook);
+    sites = holder.stack;
+  } finally {
+    Error.prepareStackTrace = prepare;
+    Error.stackTraceLimit = limit;
+  }
+  if (!Array.isArray(sites)) return undefined;
+  for (const site of sites) {
+    const file = site && site.getFileName && site.getFileName();
+    if (typeof file === 'string' && !GRACEFUL.test(file)) return file;
+  }
+  return undefined;
 }
 
 // Keeps the real function's name and length on a hook, and its symbol-keyed properties: the

@@ -427,3 +427,39 @@ Promise.all([
   // Made again: the directory the callback wrote into, and its file.
   assert.strictEqual(fs.readFileSync(path.join(d, 'made', 'inside.txt'), 'utf8'), 'in');
 });
+
+test("Node's own calls through graceful-fs's wrappers are not the program's (npm's gracefulify)", () => {
+  // gracefulify puts wrappers in front of fs's functions; fs.promises.rm's own lstat and
+  // rmdir then reached the hooks from graceful-fs's file and were recorded as the program's
+  // calls, which replay (where rm is not run) never made: every `npm run` with more than
+  // ten logs in ~/.npm/_logs diverged. A stand-in for graceful-fs wraps as it does.
+  const dir = tmpdir('replay-graceful');
+  const mod = path.join(dir, 'node_modules', 'graceful-fs');
+  fs.mkdirSync(mod, { recursive: true });
+  fs.writeFileSync(path.join(mod, 'index.js'), `
+exports.gracefulify = (fs) => {
+  for (const name of ['lstat', 'stat', 'rmdir', 'unlink', 'readdir', 'open', 'close']) {
+    const real = fs[name];
+    fs[name] = function (...args) { return real.apply(fs, args); };
+  }
+};
+`);
+  const app = script(dir, 'app.js', `
+const fs = require('fs');
+require('graceful-fs').gracefulify(fs);
+fs.mkdirSync('victim/sub', { recursive: true });
+fs.writeFileSync('victim/sub/a.log', 'x');
+fs.writeFileSync('victim/b.log', 'y');
+fs.promises.rm('victim', { recursive: true, force: true }).then(() => {
+  fs.lstat('app.js', (err, st) => console.log('removed', fs.existsSync('victim'), st.isFile()));
+});
+`);
+  const log = path.join(dir, 'app.replay');
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'removed false true\n');
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
