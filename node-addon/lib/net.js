@@ -567,7 +567,7 @@ function install(ev) {
     // TLS, record: `held` while a request line has moved the connection on before its handshake
     // ended (https.request writes at once): the connection's own stream stays open for the
     // connect and handshake outcome, which belong to the connection, not to that request.
-    return {
+    const c = {
       sock,
       host,
       port,
@@ -583,7 +583,11 @@ function install(ev) {
       accepted: false, // a connection a server of the program accepted
       out: '', // an accepted connection's written bytes not checked yet (served)
       held: false,
+      read: undefined, // replay: bytes fed (bytesRead)
+      written: undefined, // replay: bytes written (bytesWritten)
     };
+    if (replaying && sock) counted(sock, c);
+    return c;
   }
 
   // The URL of a request line's target: origin-form gets the Host header's origin.
@@ -741,6 +745,42 @@ function install(ev) {
     ev.done(c.cur, v);
   }
 
+  // A connected socket's peer and own address, as [address, family, port] each.
+  function names(sock) {
+    const out = {};
+    try {
+      const r = sock._getpeername();
+      const l = sock._getsockname();
+      if (r && r.address !== undefined) out.r = [r.address, r.family, r.port];
+      if (l && l.address !== undefined) out.l = [l.address, l.family, l.port];
+    } catch (_) {
+      // A socket without them replays without them.
+    }
+    return out;
+  }
+
+  // Replay: a fed socket answers with the recorded addresses ({ address, family, port }, in
+  // the order Node's own getsockname gives them: JSON of address() prints the same).
+  function setNames(sock, r, l) {
+    if (Array.isArray(r)) {
+      const peer = { address: r[0], family: r[1], port: r[2] };
+      sock._getpeername = () => peer;
+    }
+    if (Array.isArray(l)) {
+      const local = { address: l[0], family: l[1], port: l[2] };
+      sock._getsockname = () => local;
+    }
+  }
+
+  // Replay: a fed socket has no handle to count what went through it: bytesRead and
+  // bytesWritten count what was fed and written (they were 0).
+  function counted(sock, c) {
+    c.read = 0;
+    c.written = 0;
+    Object.defineProperty(sock, 'bytesRead', { configurable: true, get: () => c.read });
+    Object.defineProperty(sock, 'bytesWritten', { configurable: true, get: () => c.written });
+  }
+
   // note(c, { t, b }) of a plain tag (and chunk), the way that costs least.
   function noteTag(c, t, b) {
     if (c.head === null) c.head = ev.tagHead(c.cur);
@@ -792,6 +832,7 @@ function install(ev) {
     switch (v.t) {
       case 'k':
         sock.connecting = false;
+        setNames(sock, v.r, v.l);
         real.emit.call(sock, 'connect');
         real.emit.call(sock, 'ready');
         return true;
@@ -801,6 +842,7 @@ function install(ev) {
         if (sock.secureConnecting) secured(sock, v.i);
         return true;
       case 'd':
+        if (typeof c.read === 'number' && v.b) c.read += v.b.length;
         real.push.call(sock, v.b);
         return true;
       case 'e':
@@ -984,10 +1026,7 @@ function install(ev) {
         c.accepted = true;
         servedOpen.add(c);
         sock[CONN] = c;
-        const peer = { address: v.r[0], port: v.r[1], family: v.r[2] };
-        const local = { address: v.l[0], port: v.l[1], family: v.l[2] };
-        sock._getpeername = () => peer;
-        sock._getsockname = () => local;
+        setNames(sock, [v.r[0], v.r[2], v.r[1]], [v.l[0], v.l[2], v.l[1]]);
         // What net's onconnection does for an accepted socket.
         sock.server = server;
         sock._server = server;
@@ -1049,8 +1088,10 @@ function install(ev) {
     if (c !== undefined && !c.fake && ev.on) {
       try {
         if (name === 'connect') {
-          if (c.secure) noteConn(c, { t: 'k' }, false);
-          else noteTag(c, 'k');
+          // With the socket's two addresses: what localPort, remoteAddress, address() say.
+          const k = { t: 'k', ...names(this) };
+          if (c.secure) noteConn(c, k, false);
+          else note(c, k);
         } else if (name === 'secureConnect' && c.secure) {
           noteConn(c, { t: 's', i: handshake(this) }, true);
         } else if (name === 'error') {
@@ -1108,6 +1149,9 @@ function install(ev) {
   // connection reads can come in between (reads are dispatched by the event loop), and the
   // program gets control back only after both, with its bytes as they were written.
   // Replay: checked, and nothing is written.
+  const byteLength = (x, encoding) =>
+    typeof x === 'string' ? Buffer.byteLength(x, encoding) : x && typeof x.length === 'number' ? x.length : 0;
+
   function hookedWrite(sock, c, chunks, data, encoding, cb) {
     if (!c.fake) {
       const r = chunks !== null ? real.writev.call(sock, chunks, cb) : real.write.call(sock, data, encoding, cb);
@@ -1117,6 +1161,13 @@ function install(ev) {
         ev.fail('a connection write', e);
       }
       return r;
+    }
+    if (typeof c.written === 'number') {
+      if (chunks !== null) {
+        for (const x of chunks) c.written += byteLength(x.chunk, x.encoding);
+      } else {
+        c.written += byteLength(data, encoding);
+      }
     }
     try {
       if (!wrote(c, chunks, data, encoding)) return cb(new Error('replay-node: write not replayed'));

@@ -410,3 +410,36 @@ http.get({ host: '127.0.0.1', port: process.argv[2], path: '/big' }, (res) => {
     assert.strictEqual(fs.statSync(file).size, 1 << 20);
   }
 });
+
+test("a replayed socket's addresses and byte counts are the recorded ones", async () => {
+  // localAddress, localPort, remoteAddress, remotePort, remoteFamily, address(), bytesRead
+  // and bytesWritten of a fed socket were null, {} and 0 in replay (a client logging its
+  // local port, a server logging the peer): exit 0 with other output.
+  const dir = tmpdir('replay-socket-names');
+  const app = script(dir, 'client.js', `
+const net = require('net');
+const s = net.connect(Number(process.argv[2]), '127.0.0.1');
+s.on('connect', () => {
+  console.log('connect', s.localAddress, s.localPort > 0, s.remoteAddress, s.remotePort, s.remoteFamily);
+  console.log('address', JSON.stringify(s.address()), s.address().port === s.localPort);
+  s.end('hello there\\n');
+});
+s.resume();
+s.on('end', () => console.log('counts', s.bytesRead, s.bytesWritten, 'port', s.localPort));
+`);
+  const server = net.createServer((c) => {
+    c.on('data', () => {});
+    c.on('end', () => c.end('fourteen bytes'));
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = String(server.address().port);
+  const log = `${dir}/app.replay`;
+  const rec = await runNodeAsync('record', log, app, { args: [port] });
+  await new Promise((resolve) => server.close(resolve));
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, new RegExp(`^connect 127\\.0\\.0\\.1 true 127\\.0\\.0\\.1 ${port} IPv4\\naddress \\{"address":"127\\.0\\.0\\.1","family":"IPv4","port":\\d+\\} true\\ncounts 14 12 port \\d+\\n$`));
+  const rep = runNode('replay', log, app, { args: [port] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
