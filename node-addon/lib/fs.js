@@ -488,8 +488,10 @@ function install(ev) {
     Object.assign(s, x.f);
     for (const key of Object.keys(x.d || {})) s[key] = new RealDate(x.d[key]);
     return s;
-  }  // For lib/watch.js (fs.watchFile's listener gets two Stats).
+  }  // For lib/watch.js (fs.watchFile's listener gets two Stats), and lib/dns.js (whether a
+  // hook's caller is Node's own code).
   ev.stats = { encode: encodeStats, decode: decodeStats };
+  ev.fromNode = fromNode;
 
 
   // A synchronous call: `input` null means not hooked. `enc`/`dec` turn the result into a

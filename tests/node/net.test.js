@@ -443,3 +443,48 @@ s.on('end', () => console.log('counts', s.bytesRead, s.bytesWritten, 'port', s.l
   assert.strictEqual(rep.stderr, '');
   assert.strictEqual(rep.stdout, rec.stdout);
 });
+
+test('DNS answers replay with the DNS server gone, after setServers too', async () => {
+  // node:dns was not recorded: an answer that changed went into the program's output file
+  // with exit 0. A tiny DNS server in this process answers A queries with `ip`.
+  const dgram = require('dgram');
+  let ip = [10, 0, 0, 1];
+  const dnsd = dgram.createSocket('udp4');
+  dnsd.on('message', (m, r) => {
+    let i = 12;
+    while (m[i]) i += m[i] + 1;
+    const hdr = Buffer.from([m[0], m[1], 0x81, 0x80, 0, 1, 0, 1, 0, 0, 0, 0]);
+    const ans = Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, ...ip]);
+    dnsd.send(Buffer.concat([hdr, m.subarray(12, i + 5), ans]), r.port, r.address);
+  });
+  await new Promise((resolve) => dnsd.bind(0, '127.0.0.1', resolve));
+  const dir = tmpdir('replay-dns');
+  const app = script(dir, 'app.js', `
+const dns = require('dns');
+const fs = require('fs');
+dns.setServers(['127.0.0.1:' + process.argv[2]]);
+dns.resolve4('api.internal.test', (err, a) => {
+  fs.writeFileSync('cb.txt', String(err ? err.code : a));
+  dns.promises.resolve4('other.internal.test').then((b) => {
+    fs.writeFileSync('promise.txt', String(b));
+    return dns.promises.lookup('localhost', { family: 4 });
+  }).then((l) => console.log('done', l.family, typeof l.address));
+});
+`);
+  const log = `${dir}/app.replay`;
+  const port = String(dnsd.address().port);
+  const rec = await runNodeAsync('record', log, app, { args: [port] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'done 4 string\n');
+  assert.strictEqual(fs.readFileSync(`${dir}/cb.txt`, 'utf8'), '10.0.0.1');
+  ip = [10, 0, 0, 2];
+  dnsd.close();
+  fs.rmSync(`${dir}/cb.txt`);
+  fs.rmSync(`${dir}/promise.txt`);
+  const rep = runNode('replay', log, app, { args: [port] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+  assert.strictEqual(fs.readFileSync(`${dir}/cb.txt`, 'utf8'), '10.0.0.1');
+  assert.strictEqual(fs.readFileSync(`${dir}/promise.txt`, 'utf8'), '10.0.0.1');
+});
