@@ -269,6 +269,27 @@ fn node_test_runner_replays_with_its_durations() {
     assert!(String::from_utf8_lossy(&live.stdout).contains("# fail 1"));
 }
 
+/// With coverage on, the report covers the program's files only: the package's own files
+/// sit under a `node_modules` of the cache, which coverage leaves out as it does every
+/// installed package (their rows differed between record and replay).
+#[test]
+fn node_test_coverage_replays_without_the_packages_files() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "a.test.js", NODE_TEST_FILE);
+    write(dir, "data.txt", "good");
+    let cmd = [
+        "node",
+        "--test",
+        "--experimental-test-coverage",
+        "a.test.js",
+    ];
+    let (out, _) = record_change_replay(dir, "rec", "data.txt", "bad", &cmd);
+    assert!(out.contains("a.test.js"), "{out}");
+    assert!(out.contains("all files"), "{out}");
+    assert!(!out.contains("replay"), "{out}");
+}
+
 /// A forked child (IPC channel, as vitest's and jest's workers) counts timer ticks until its
 /// parent's message stops it: when the message arrives is an input of the child, replayed at
 /// its recorded turn (lib/ipc.js), so the replayed count is the recorded one.

@@ -32,9 +32,12 @@ function install(ev) {
   // event whose input is the path.
   const kWatch = ev.kind('node.fs.watch');
 
+  // Node's own calls (a recursive watch on Linux watches each directory below with fs.watch)
+  // belong to the program's watcher, which replay feeds: not events of their own.
+  const fromNode = typeof ev.fromNode === 'function' ? ev.fromNode : () => false;
   const watch = {
     watch(filename, options, listener) {
-      if (!ev.on || ev.busy) return Reflect.apply(realWatch, this, arguments);
+      if (!ev.on || ev.busy || fromNode(watch)) return Reflect.apply(realWatch, this, arguments);
       const where = pathOf(filename);
       if (where === null) return Reflect.apply(realWatch, this, arguments);
       const args = arguments;

@@ -463,3 +463,37 @@ fs.promises.rm('victim', { recursive: true, force: true }).then(() => {
   assert.strictEqual(rep.stderr, '');
   assert.strictEqual(rep.stdout, rec.stdout);
 });
+
+test('a recursive fs.watch replays with nobody changing anything', async () => {
+  // On Linux Node watches each directory below with fs.watch itself: those calls were
+  // recorded as the program's, which replay (feeding the program's watcher) never made.
+  const dir = tmpdir('replay-watch-recursive');
+  fs.mkdirSync(path.join(dir, 'w', 'sub', 'deep'), { recursive: true });
+  const app = script(dir, 'watch.js', `
+const fs = require('fs');
+const seen = new Set();
+const w = fs.watch('w', { recursive: true }, (type, name) => {
+  seen.add(name);
+  if (seen.has('sub/deep/c.txt')) {
+    w.close();
+    console.log('saw', [...seen].sort().join(' '));
+  }
+});
+console.log('watching');
+`);
+  const log = path.join(dir, 'watch.replay');
+  const writer = setTimeout(() => {
+    fs.writeFileSync(path.join(dir, 'w', 'a.txt'), '1');
+    fs.writeFileSync(path.join(dir, 'w', 'sub', 'deep', 'c.txt'), '3');
+  }, 800);
+  const rec = await runNodeAsync('record', log, app, { timeout: 20000 });
+  clearTimeout(writer);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^watching\nsaw .*sub\/deep\/c\.txt/);
+  fs.rmSync(path.join(dir, 'w'), { recursive: true });
+  fs.mkdirSync(path.join(dir, 'w'));
+  const rep = runNode('replay', log, app, { timeout: 20000 });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});

@@ -172,15 +172,23 @@ fn cache_dir() -> PathBuf {
     std::env::temp_dir().join(format!("replay-{uid}"))
 }
 
+/// Where the package sits in its cache directory: under `node_modules`, as an installed
+/// package does, so that coverage tools (`node --test --experimental-test-coverage`, c8)
+/// leave its files out of the program's report as they do every installed package's (its
+/// rows differed between record and replay: a divergence with the world unchanged).
+const PACKAGE_PATH: [&str; 2] = ["node_modules", "replay-node"];
+
 /// The directory whose index.js `--require` loads: the embedded files and a copy of `addon`.
 pub fn node_dir(addon: &Path) -> Result<PathBuf, String> {
     let meta = fs::metadata(addon).map_err(|e| format!("{}: {e}", addon.display()))?;
     let mut h = std::collections::hash_map::DefaultHasher::new();
     NODE_FILES.hash(&mut h);
+    PACKAGE_PATH.hash(&mut h);
     (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ino()).hash(&mut h);
     let name = format!("node-{}-{:016x}", env!("CARGO_PKG_VERSION"), h.finish());
     let base = cache_dir();
-    let dir = base.join(&name);
+    let top = base.join(&name);
+    let dir = PACKAGE_PATH.iter().fold(top.clone(), |d, p| d.join(p));
     if dir.join("replay_node.node").is_file() {
         return Ok(dir);
     }
@@ -190,19 +198,20 @@ pub fn node_dir(addon: &Path) -> Result<PathBuf, String> {
     // sees either no directory or a complete one.
     let tmp = base.join(format!(".{name}.{}", std::process::id()));
     let _ = fs::remove_dir_all(&tmp);
+    let pkg = PACKAGE_PATH.iter().fold(tmp.clone(), |d, p| d.join(p));
     let write = || -> Result<(), String> {
         for (rel, text) in NODE_FILES {
-            let p = tmp.join(rel);
+            let p = pkg.join(rel);
             if let Some(parent) = p.parent() {
                 fs::create_dir_all(parent).map_err(|e| fail(parent, e))?;
             }
             fs::write(&p, text).map_err(|e| fail(&p, e))?;
         }
-        let dest = tmp.join("replay_node.node");
+        let dest = pkg.join("replay_node.node");
         fs::copy(addon, &dest).map_err(|e| fail(&dest, e))?;
         Ok(())
     };
-    let r = write().and_then(|()| match fs::rename(&tmp, &dir) {
+    let r = write().and_then(|()| match fs::rename(&tmp, &top) {
         Ok(()) => Ok(()),
         // Another launcher got there first.
         Err(_) if dir.join("replay_node.node").is_file() => Ok(()),
