@@ -1,12 +1,13 @@
 'use strict';
 // node:dns: what a lookup or query answers is input (a name that resolves elsewhere now, a
-// DNS server that is gone). The module's functions, callback and fs.promises-like forms:
-// lookup, lookupService, reverse, resolve and resolve4/6/Any/Caa/Cname/Mx/Naptr/Ns/Ptr/Soa/
-// Srv/Txt. Each call is an event whose input is the function and its arguments; its answer (or
-// error) is a completion in recorded order. Replay asks no resolver. Node's own lookups (a
+// DNS server that is gone). The module's functions, callback and dns.promises forms: lookup,
+// lookupService, reverse, resolve and resolve4/6/Any/Caa/Cname/Mx/Naptr/Ns/Ptr/Soa/Srv/Txt.
+// Each call is an event whose input is the function and its arguments; its answer (or error)
+// is a completion in recorded order. Replay asks no resolver. Node's own lookups (a
 // connection to a host name: net, http) are not the program's: replay makes no connection,
-// and those are not hooked (ev.fromNode). Not hooked: Resolver objects the program makes
-// (`new dns.Resolver()`), setServers/getServers.
+// and those are not hooked (ev.fromNode). setServers runs live (and puts the hooks back over
+// the functions it binds anew). Not hooked: Resolver objects the program makes
+// (`new dns.Resolver()`), getServers.
 
 const dns = require('dns');
 
@@ -125,13 +126,10 @@ function install(ev) {
     });
   }
 
-  const hookAll = () => {
-    for (const name of ['lookup', 'lookupService', ...QUERIES]) {
-      hookCallback(name);
-      hookPromise(name);
-    }
-  };
-  hookAll();
+  for (const name of ['lookup', 'lookupService', ...QUERIES]) {
+    hookCallback(name);
+    hookPromise(name);
+  }
   // setServers makes a new default resolver and binds the module's query functions to it
   // again (both modules): over the hooks, which go back on top.
   for (const target of [dns, dns.promises]) {

@@ -77,8 +77,9 @@ function channel(ev, target, key) {
   // replayed child got its recorded 'bye' at once and exited while its parent was still to
   // send it): what this end sends on a channel the other end closed early is dropped as if
   // sent (it raised ERR_IPC_CHANNEL_CLOSED, uncaught, where the recorded send went through).
-  // Until the recorded 'disconnect' comes (Node's own disconnect() at the channel's end is
-  // the live one).
+  // Until the recorded 'disconnect' comes: the live one tells nothing (Node calls disconnect()
+  // itself when the other end goes). Left: a send after this end's own disconnect() is
+  // dropped too, where the recording's raised ERR_IPC_CHANNEL_CLOSED.
   let recordedConnected = true;
   try {
     const realSend = target.send;

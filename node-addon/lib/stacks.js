@@ -10,13 +10,12 @@
 //
 // Error.prepareStackTrace (the V8 API Node keeps) formats every stack: a run of frames that
 // holds one of this package's frames, with the Node internals (`node:` frames) next to it, is
-// left out, so the program's own frames are what both runs print. The rest is Node's own
-// formatter (Node 20's Error.prepareStackTrace, source maps included), so a stack with no
-// frame of ours prints as it does without replay.
+// left out, so the program's own frames are what both runs print. Whoever formats does the
+// rest (Node 20's own Error.prepareStackTrace, source maps included; source-map-support, as
+// jest installs it; babel's), so a stack with no frame of ours prints as without replay.
 //
-// Left as they are: a program that sets its own Error.prepareStackTrace (source-map-support,
-// callsites): its stacks show this package's frames as before. Error.stackTraceLimit counts frames before they are left out, so a stack
-// as deep as the limit may show fewer of the program's frames than without replay.
+// Error.stackTraceLimit counts frames before they are left out: a stack as deep as the limit
+// may show fewer of the program's frames than without replay.
 const path = require('path');
 
 const PKG = path.dirname(__dirname) + path.sep;
@@ -58,10 +57,8 @@ function programFrames(trace, cut) {
     if (j === trace.length && cut) mine = true;
     if (!mine) {
       for (let k = i; k < j; k++) out.push(trace[k]);
-    } else if (out.length > 0 && out.length === i) {
-      out[i - 1] = called(out[i - 1]);
-    } else if (out.length > 0 && out[out.length - 1] === trace[i - 1]) {
-      out[out.length - 1] = called(out[out.length - 1]);
+    } else if (i > 0 && out[out.length - 1] === trace[i - 1]) {
+      out[out.length - 1] = called(trace[i - 1]);
     }
     i = j;
   }
@@ -184,4 +181,4 @@ function guard(ErrorCtor) {
   });
 }
 
-module.exports = { guard, programFrames, RAW };
+module.exports = { guard };

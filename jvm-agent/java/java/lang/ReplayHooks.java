@@ -273,7 +273,7 @@ public final class ReplayHooks {
                 record0(K_WAIT, 1L, millis);
                 throw e;
             }
-            long woke = System.nanoTime() - start < millis * 1000000L ? 2L : 0L;
+            long woke = System.nanoTime() - start < nanosOf(millis) ? 2L : 0L;
             record0(K_WAIT, woke, millis);
             return;
         }
@@ -296,8 +296,9 @@ public final class ReplayHooks {
         if (r == 2L) {
             p = quiet();
             try {
-                long until = System.nanoTime() + millis * 1000000L;
-                while (notifies == seen && System.nanoTime() < until) {
+                long from = System.nanoTime();
+                long limit = nanosOf(millis);
+                while (notifies == seen && System.nanoTime() - from < limit) {
                     interrupted |= pause(o);
                 }
             } finally {
@@ -312,6 +313,11 @@ public final class ReplayHooks {
         if (r == 1L || r < 0L) {
             o.wait(millis);
         }
+    }
+
+    /** A timeout in nanoseconds, at most Long.MAX_VALUE (wait(Long.MAX_VALUE) is "forever"). */
+    private static long nanosOf(long millis) {
+        return millis > Long.MAX_VALUE / 1000000L ? Long.MAX_VALUE : millis * 1000000L;
     }
 
     /** Notifies in the classes whose timed waits are hooked, counted for waitTimed. */
