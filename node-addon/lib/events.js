@@ -404,6 +404,10 @@ function create(native, host) {
             if (chain !== null) return;
           } else {
             if (stall === null) {
+              // From the waits left now: a strong one delivered in a chain of timer firings
+              // (which skips pump) left `refed` stale, and this timer kept a program whose
+              // last wait is an unref'd timer alive until the timeout, then reported it.
+              liveness();
               stall = realSetTimeout(() => {
                 stall = null;
                 ranOut = true;
@@ -453,6 +457,7 @@ function create(native, host) {
       }
       waiters.delete(head.k);
       weak.delete(head.k);
+      liveness();
       const key = head.k;
       const value = head.v;
       head = null;
