@@ -100,19 +100,7 @@ function esmSource(ev, p, data) {
 // with the limit (measured ~2.4 us for limit 1 and for limit 40 frames deep, ~0.8 us more
 // to read the CallSites).
 function fromNode(hook) {
-  const prepare = Error.prepareStackTrace;
-  const limit = Error.stackTraceLimit;
-  let sites;
-  try {
-    Error.prepareStackTrace = callSites;
-    Error.stackTraceLimit = 1;
-    const holder = {};
-    Error.captureStackTrace(holder, hook);
-    sites = holder.stack;
-  } finally {
-    Error.prepareStackTrace = prepare;
-    Error.stackTraceLimit = limit;
-  }
+  const sites = callerSites(hook, 1);
   const caller = Array.isArray(sites) && sites[0];
   let file = caller && caller.getFileName && caller.getFileName();
   // graceful-fs's gracefulify (npm, jest, webpack) puts its wrappers in front of fs's
@@ -133,21 +121,26 @@ function fromNode(hook) {
 
 const GRACEFUL = /[\\/]graceful-fs[\\/]/;
 
-// The file of the first caller of `hook` that is not graceful-fs's (see fromNode).
-function belowGraceful(hook) {
+// The CallSites of the `depth` callers of `hook` (the function now running), raw (V8's own
+// objects, not the program's formatter's); not an array if V8 gave none.
+function callerSites(hook, depth) {
   const prepare = Error.prepareStackTrace;
   const limit = Error.stackTraceLimit;
-  let sites;
   try {
     Error.prepareStackTrace = callSites;
-    Error.stackTraceLimit = 12;
+    Error.stackTraceLimit = depth;
     const holder = {};
     Error.captureStackTrace(holder, hook);
-    sites = holder.stack;
+    return holder.stack;
   } finally {
     Error.prepareStackTrace = prepare;
     Error.stackTraceLimit = limit;
   }
+}
+
+// The file of the first caller of `hook` that is not graceful-fs's (see fromNode).
+function belowGraceful(hook) {
+  const sites = callerSites(hook, 12);
   if (!Array.isArray(sites)) return undefined;
   for (const site of sites) {
     const file = site && site.getFileName && site.getFileName();
