@@ -72,7 +72,12 @@ const MUTATIONS = ['mkdirSync', 'mkdtempSync', 'rmdirSync', 'rmSync', 'unlinkSyn
   'writeFileSync', 'appendFileSync', 'symlinkSync'];
 
 // Their asynchronous forms, callback and fs.promises (see mutateLater).
-const ASYNC_MUTATIONS = ['mkdir', 'mkdtemp', 'rmdir', 'rm', 'unlink', 'rename', 'symlink', 'writeFile', 'appendFile'];
+const ASYNC_MUTATIONS = ['mkdir', 'mkdtemp', 'rmdir', 'rm', 'unlink', 'rename', 'symlink', 'writeFile', 'appendFile',
+  'chmod', 'chown', 'utimes', 'truncate', 'link'];
+
+// Callback calls on a descriptor the program opened for writing (see writeFds): made again
+// in replay, synchronously, at their recorded turn.
+const FD_WRITES = ['write', 'writev', 'fsync', 'fdatasync', 'ftruncate', 'fchmod', 'fchown', 'futimes'];
 
 // Per caller file: whether it is Node's own code (a handful of files; saves the string tests).
 const nodeFile = new Map();
@@ -395,7 +400,18 @@ function install(ev) {
     promisesWriteFile: [promises, 'writeFile'],
     appendFile: [fs, 'appendFile'],
     promisesAppendFile: [promises, 'appendFile'],
+    chmod: [fs, 'chmod'],
+    promisesChmod: [promises, 'chmod'],
+    chown: [fs, 'chown'],
+    promisesChown: [promises, 'chown'],
+    utimes: [fs, 'utimes'],
+    promisesUtimes: [promises, 'utimes'],
+    truncate: [fs, 'truncate'],
+    promisesTruncate: [promises, 'truncate'],
+    link: [fs, 'link'],
+    promisesLink: [promises, 'link'],
   };
+  for (const name of FD_WRITES) SLOTS[name] = [fs, name];
   if (typeof fs.openAsBlob === 'function') SLOTS.openAsBlob = [fs, 'openAsBlob'];
   const real = {};
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) real[name] = obj[prop];
@@ -403,6 +419,11 @@ function install(ev) {
   // restores these too); the hooks get hooked ones.
   real.realpathSyncNative = fs.realpathSync.native;
   real.realpathNative = fs.realpath.native;
+  // The synchronous forms replay makes the asynchronous changes with (not hooked).
+  for (const name of ['chmod', 'chown', 'utimes', 'truncate', 'link', 'write', 'writev', 'fsync', 'fdatasync',
+    'ftruncate', 'fchmod', 'fchown', 'futimes']) {
+    real[`${name}Sync`] = fs[`${name}Sync`];
+  }
 
   const K = {};
   const kind = (name, kindName) => {
@@ -415,6 +436,7 @@ function install(ev) {
     kind(name, `node.fs.${name}`);
   }
   for (const name of MUTATIONS) kind(name, `node.fs.${name}`);
+  for (const name of FD_WRITES) kind(name, `node.fs.${name}`);
   for (const name of ASYNC_MUTATIONS) {
     kind(name, `node.fs.${name}`);
     kind(`promises${name[0].toUpperCase()}${name.slice(1)}`, `node.fs.promises.${name}`);
@@ -671,9 +693,17 @@ function install(ev) {
   hooks.openSync = like(function openSync(p, flags) {
     if (!ev.on || ev.busy) return real.openSync.apply(this, arguments);
     const where = pathOf(p);
-    if (where === null || !readOnly(flags) || fromNode(openSync)) return real.openSync.apply(this, arguments);
+    if (where === null || fromNode(openSync)) return real.openSync.apply(this, arguments);
     const input = `${where} ${flags === undefined || flags === null ? 'r' : flags}`;
     let fd;
+    if (!readOnly(flags)) {
+      // For writing (see writeFds): the outcome is recorded; replay opens the file again
+      // (reopenWrite), or throws the recorded error.
+      const args = [...arguments];
+      fd = syncCall(K.openSync, input, this, args, real.openSync, () => null, () => reopenWrite(args, where));
+      writeFds.set(fd, where);
+      return fd;
+    }
     if (replaying) {
       const v = ev.replay(K.openSync, input);
       if (v === ev.LIVE) return ev.live(() => real.openSync.apply(this, arguments));
@@ -688,12 +718,26 @@ function install(ev) {
 
   hooks.closeSync = like(function closeSync(fd) {
     hookedFds.delete(fd);
+    writeFds.delete(fd);
     return real.closeSync.apply(this, arguments);
   }, real.closeSync);
 
   // fs.close(fd, cb) of a hooked descriptor: its completion is an event (it is ordered among
   // the others). Replay closes the /dev/null descriptor at the call.
   hooks.close = like(function close(fd, callback) {
+    const written = writeFds.get(fd);
+    if (written !== undefined) {
+      writeFds.delete(fd);
+      if (!ev.on || ev.busy || typeof callback !== 'function') return real.close.apply(this, arguments);
+      return callbackCall(K.close, 'close', `fd ${written}`, this, [...arguments], real.close, none, () => {
+        try {
+          ev.live(() => real.closeSync(fd));
+        } catch (_) {
+          // Closed already: as recorded, the program goes on.
+        }
+        return [];
+      });
+    }
     const where = hookedFds.get(fd);
     hookedFds.delete(fd);
     const owned = streamOwned.delete(fd);
@@ -1124,14 +1168,15 @@ function install(ev) {
 
   // fs.open(path, [flags, [mode]], callback), read-only: the descriptor's reads are events as
   // for openSync; replay hands the program a /dev/null descriptor when the open completes.
+  // Opened for writing: see openWrite.
   hooks.open = like(function open(p, flags) {
     const args = [...arguments];
     const where = pathOf(p);
     const f = args.length > 2 ? flags : undefined;
-    if (!ev.on || ev.busy || where === null || !readOnly(f) || typeof args[args.length - 1] !== 'function' ||
-      fromNode(open)) {
+    if (!ev.on || ev.busy || where === null || typeof args[args.length - 1] !== 'function' || fromNode(open)) {
       return real.open.apply(this, args);
     }
+    if (!readOnly(f)) return openWrite(this, args, where, f);
     return callbackCall(K.open, 'open', `${where} ${f === undefined || f === null ? 'r' : f}`, this, args, real.open,
       (fd) => {
         hookedFds.set(fd, where);
@@ -1817,6 +1862,85 @@ function install(ev) {
   // may use what it made: a directory to write into) and the program gets the recorded
   // result; a recorded failure gives its error and changes nothing (a directory the
   // recording made and left exists now: the replayed mkdir still succeeds, as recorded).
+  // Descriptors the program opened for writing with fs.open or fs.openSync, to their path:
+  // the callback calls on them (FD_WRITES, close) are events. Their completions ran live, in
+  // whatever order the disk gave, and the program's next recorded calls followed that order:
+  // write-file-atomic's open/write/fsync/close/rename chains for several files replayed
+  // their renames in another order (a divergence every time). Record: the real call, its
+  // completion in the recorded order. Replay: the synchronous form at the completion's
+  // recorded turn, the callback given the recorded result. The writes land in replay too
+  // (they are the program's output); a write the replaying world refuses is left, as for
+  // the other changes. Synchronous calls on them stay live: they keep the program's order.
+  const writeFds = new Map();
+
+  // The descriptor replay opens in place of a recorded fs.open/openSync for writing, at its
+  // turn: with the program's flags; a file the recording made exists now ('wx' fails with
+  // EEXIST: opened without O_EXCL); where the file cannot be opened at all (its directory
+  // gone), /dev/null, so the writes go nowhere rather than failing where they succeeded.
+  function reopenWrite(args, where) {
+    const [p, flags, mode] = args;
+    return ev.live(() => {
+      try {
+        return real.openSync(p, flags, mode);
+      } catch (e) {
+        if (e && e.code === 'EEXIST' && typeof flags === 'string') {
+          try {
+            return real.openSync(p, flags.replace('x', ''), mode);
+          } catch (_) {
+            // As below.
+          }
+        }
+        return real.openSync('/dev/null', 'w');
+      }
+    });
+  }
+
+  function openWrite(self, args, where, f) {
+    const flagText = typeof f === 'string' || typeof f === 'number' ? f : 'r';
+    const callArgs = args.slice(0, -1);
+    return callbackCall(K.open, 'open', `${where} ${flagText}`, self, args, real.open,
+      (fd) => {
+        writeFds.set(fd, where);
+        return fd;
+      },
+      () => {
+        const fd = reopenWrite(callArgs, where);
+        writeFds.set(fd, where);
+        return [fd];
+      });
+  }
+
+  // The results a callback on a written descriptor gets after the error: write and writev
+  // (bytes written, and the data they were given), the others nothing.
+  const FD_RESULTS = {
+    write: [(n) => n, (n, args) => [n, args[1]]],
+    writev: [(n) => n, (n, args) => [n, args[1]]],
+  };
+  for (const name of FD_WRITES) {
+    const [enc, dec] = FD_RESULTS[name] || [none, noArgs];
+    hooks[name] = like({
+      [name](fd) {
+        const args = [...arguments];
+        const where = writeFds.get(fd);
+        if (where === undefined || !ev.on || ev.busy || typeof args[args.length - 1] !== 'function' ||
+          fromNode(hooks[name])) {
+          return real[name].apply(this, args);
+        }
+        const callArgs = args.slice(0, -1);
+        return callbackCall(K[name], name, `fd ${where}`, this, args, real[name], enc, (v) => {
+          ev.live(() => {
+            try {
+              real[`${name}Sync`].apply(fs, callArgs);
+            } catch (_) {
+              // The recorded call succeeded: so does this one (the world differs).
+            }
+          });
+          return dec(v, args);
+        });
+      },
+    }[name], real[name]);
+  }
+
   // Before, these ran live in replay: mkdir failed with EEXIST where the recording's
   // succeeded, and the program wrote another status without a word.
   // `sync`: the synchronous form's name, or a function of (args, recorded value);
@@ -1837,6 +1961,13 @@ function install(ev) {
     symlink: ['symlinkSync', two],
     writeFile: ['writeFileSync', written],
     appendFile: ['appendFileSync', written],
+    // write-file-atomic sets a temporary file's mode, owner and times before its rename:
+    // live, their completions raced the recorded ones.
+    chmod: ['chmodSync', (a) => pathOf(a[0])],
+    chown: ['chownSync', (a) => pathOf(a[0])],
+    utimes: ['utimesSync', (a) => pathOf(a[0])],
+    truncate: ['truncateSync', (a) => pathOf(a[0])],
+    link: ['linkSync', two],
   };
   const redoLive = (sync, args, value) => {
     ev.live(() => {

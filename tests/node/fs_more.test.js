@@ -497,3 +497,69 @@ console.log('watching');
   assert.strictEqual(rep.stderr, '');
   assert.strictEqual(rep.stdout, rec.stdout);
 });
+
+test('open/write/fsync/close chains on several files replay in their recorded order (write-file-atomic)', () => {
+  // What write-file-atomic does for each file, for four files at once: open a temporary file
+  // for writing, write, fsync, fchmod, close, chmod, utimes, rename over the target. The
+  // completions on the written descriptors were live, in the order the disk gave, and the
+  // renames (events) followed that order: replay diverged every time. And a lock file taken
+  // with openSync 'wx', which the recording leaves behind: replay takes it again.
+  const dir = tmpdir('replay-fs-write-chains');
+  const app = script(dir, 'app.js', `
+const fs = require('fs');
+const path = require('path');
+const d = process.argv[2];
+const at = (n) => path.join(d, n);
+const lock = fs.openSync(at('lock'), 'wx');
+fs.writeSync(lock, String(process.pid));
+fs.closeSync(lock);
+const order = [];
+const input = fs.readFileSync(at('in.txt'), 'utf8');
+let left = 0;
+for (const name of ['a', 'b', 'c', 'd', 'e', 'f']) {
+  left++;
+  const tmp = at(name + '.tmp');
+  const step = (what, next) => (err, ...rest) => {
+    if (err) throw err;
+    order.push(name + ':' + what);
+    next(...rest);
+  };
+  fs.open(tmp, 'w', step('open', (fd) =>
+    fs.write(fd, input + name.repeat(200000), step('write', (n) =>
+      fs.fsync(fd, step('fsync', () =>
+        fs.fchmod(fd, 0o640, step('fchmod', () =>
+          fs.ftruncate(fd, n - 1, step('ftruncate', () =>
+            fs.close(fd, step('close', () =>
+              fs.chmod(tmp, 0o644, step('chmod', () =>
+                fs.utimes(tmp, 1e9, 1e9, step('utimes', () =>
+                  fs.rename(tmp, at(name + '.txt'), step('rename', () => {
+                    if (--left === 0) console.log(order.join(' '));
+                  }))))))))))))))))));
+}
+`);
+  const d = path.join(dir, 'w');
+  fs.mkdirSync(d);
+  fs.writeFileSync(path.join(d, 'in.txt'), 'recorded\n');
+  const log = path.join(dir, 'app.replay');
+  const rec = runNode('record', log, app, { args: [d] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stderr, '');
+  const files = (names) => names.map((n) => {
+    const f = path.join(d, `${n}.txt`);
+    return [n, fs.readFileSync(f, 'utf8').slice(0, 12), fs.statSync(f).size, fs.statSync(f).mode & 0o777,
+      fs.statSync(f).mtimeMs];
+  });
+  const recorded = files(['a', 'b', 'c', 'd', 'e', 'f']);
+  assert.deepStrictEqual(recorded[0], ['a', 'recorded\naaa', 200008, 0o644, 1e12]);
+  // The world changes: the input edited, the written files gone; the lock is still there.
+  fs.writeFileSync(path.join(d, 'in.txt'), 'edited, longer\n');
+  for (const n of ['a', 'b', 'c', 'd', 'e', 'f']) fs.rmSync(path.join(d, `${n}.txt`));
+  for (let i = 0; i < 3; i++) {
+    const rep = runNode('replay', log, app, { args: [d] });
+    assert.strictEqual(rep.code, 0, rep.stderr);
+    assert.strictEqual(rep.stderr, '');
+    assert.strictEqual(rep.stdout, rec.stdout);
+    assert.deepStrictEqual(files(['a', 'b', 'c', 'd', 'e', 'f']), recorded);
+    assert.deepStrictEqual(fs.readdirSync(d).filter((f) => f.endsWith('.tmp')), []);
+  }
+});
