@@ -43,6 +43,18 @@
 //                           until it is released
 //   ev.cancel(key)          replay: drop the wait for `key` (a cleared timer)
 //   ev.weak(key, w)         replay: make the wait for `key` weak (unref) or not (ref)
+//   ev.ordered(identity, start)
+//                           an operation that runs live in both modes (its effect or result
+//                           does not depend on the world: a write to a file the program
+//                           opened, a compression) but whose completion the program sees
+//                           among recorded ones. start(finish) starts it; it calls
+//                           finish(deliver) when it completes, deliver() handing the result to
+//                           the program. Record: a completion noted, then deliver(). Replay:
+//                           deliver() runs once the operation completed and the recorded order
+//                           reached it (nothing else is delivered meanwhile)
+//   ev.orderedCall(identity, self, args, fn) / ev.orderedPromise(identity, run)
+//                           ev.ordered for fn(...args, callback), and for the promise run()
+//                           returns
 //   ev.opKey(identity)      'identity#n', n counting per identity: a key for ev.done/ev.await
 //                           that is the same in both runs for repeated identical operations
 //   ev.opCount(identity)    the counter opKey uses, { n }: a caller that keeps it makes the
@@ -247,6 +259,28 @@ function create(native, host) {
     },
     cancel() {},
     weak() {},
+    ordered(identity, start) {
+      return start((deliver) => deliver());
+    },
+    // ev.ordered for fn(...args, callback) and for a promise run() returns.
+    orderedCall(identity, self, args, fn) {
+      const at = args.length - 1;
+      const cb = args[at];
+      return ev.ordered(identity, (finish) => {
+        args[at] = function (...results) {
+          return finish(() => cb.apply(this, results));
+        };
+        return ev.live(() => fn.apply(self, args));
+      });
+    },
+    orderedPromise(identity, run) {
+      return ev.ordered(identity, (finish) => {
+        const p = ev.live(run);
+        return new Promise((resolve, reject) => {
+          p.then((v) => finish(() => resolve(v)), (e) => finish(() => reject(e)));
+        });
+      });
+    },
     deliverWatched() {
       return false;
     },
@@ -281,6 +315,13 @@ function create(native, host) {
     };
     ev.doneTag = (key, t, bytes) => {
       if (ev.on) ev.doneHead(ev.tagHead(key), t, bytes);
+    };
+    ev.ordered = (identity, start) => {
+      const key = ev.opKey(identity);
+      return start((deliver) => {
+        ev.done(key, 0);
+        return deliver();
+      });
     };
     return ev;
   }
@@ -495,6 +536,37 @@ function create(native, host) {
   };
   ev.watch = (key, cb) => {
     if (ev.on) watchers.set(key, cb);
+  };
+  ev.ordered = (identity, start) => {
+    const key = ev.opKey(identity);
+    let ready = null; // the live completion, come before its turn
+    let turn = false; // the turn, come before the live completion (held)
+    let through = false; // replay went live: completions pass as they come
+    const result = start((deliver) => {
+      if (through || !ev.on) return deliver();
+      if (!turn) {
+        ready = deliver;
+        return undefined;
+      }
+      turn = false;
+      try {
+        return deliver();
+      } finally {
+        ev.release();
+      }
+    });
+    ev.await(key, (r) => {
+      if (r === LIVE) through = true;
+      if (ready !== null) {
+        const deliver = ready;
+        ready = null;
+        deliver();
+      } else if (!through) {
+        turn = true;
+        ev.hold();
+      }
+    });
+    return result;
   };
   // The next recorded completion, delivered now if a watcher waits for it and pred(key) holds:
   // for a program past its recorded end whose recording ended by a signal that struck

@@ -1523,10 +1523,11 @@ function install(ev) {
 
   hooks.promisesOpen = like({ open(p, flags) {
     const where = pathOf(p);
-    if (!ev.on || ev.busy || where === null || !readOnly(flags) || fromNode(hooks.promisesOpen)) {
+    if (!ev.on || ev.busy || where === null || fromNode(hooks.promisesOpen)) {
       return real.promisesOpen.apply(this, arguments);
     }
     const args = arguments;
+    if (!readOnly(flags)) return openWriteHandle(this, [...args], where);
     const input = `${where} ${flags === undefined || flags === null ? 'r' : flags}`;
     return promiseCall(K.promisesOpen, 'promises.open', input, () => real.promisesOpen.apply(this, args),
       (fh) => hookHandle(fh, where).fd,
@@ -1536,6 +1537,35 @@ function install(ev) {
         return fh;
       });
   } }.open, real.promisesOpen);
+
+  // fs.promises.open for writing: Node's FileHandle, opened live in both modes; its opening
+  // and every promise of its own methods settle in the recorded order (ev.orderedPromise), as
+  // the callback calls on written descriptors do (see writeFds). A file the recording made
+  // exists in replay: 'wx' opens it without O_EXCL there.
+  const WRITE_HANDLE_METHODS = ['write', 'writev', 'writeFile', 'appendFile', 'sync', 'datasync', 'truncate', 'chmod',
+    'chown', 'utimes', 'close', 'stat', 'read', 'readv', 'readFile'];
+  function openWriteHandle(self, args, where) {
+    const open = () => real.promisesOpen.apply(self, args).catch((e) => {
+      const flags = args[1];
+      if (!replaying || !e || e.code !== 'EEXIST' || typeof flags !== 'string') throw e;
+      return real.promisesOpen.call(self, args[0], flags.replace('x', ''), args[2]);
+    });
+    return ev.orderedPromise(`promises.open ${where}`, open).then((fh) => {
+      for (const name of WRITE_HANDLE_METHODS) {
+        const fn = fh[name];
+        if (typeof fn !== 'function') continue;
+        Object.defineProperty(fh, name, {
+          configurable: true,
+          writable: true,
+          value: like(function hook(...callArgs) {
+            if (!ev.on || ev.busy || fromNode(hook)) return fn.apply(this, callArgs);
+            return ev.orderedPromise(`FileHandle.${name} ${where}`, () => fn.apply(this, callArgs));
+          }, fn),
+        });
+      }
+      return fh;
+    });
+  }
 
   // realpath and readlink: (path, [options]) -> a path (a string, or a Buffer for encoding
   // 'buffer'). The .native forms (libuv's realpath(3) instead of Node's walk of the path in

@@ -563,3 +563,46 @@ for (const name of ['a', 'b', 'c', 'd', 'e', 'f']) {
     assert.deepStrictEqual(fs.readdirSync(d).filter((f) => f.endsWith('.tmp')), []);
   }
 });
+
+test('FileHandles opened for writing settle in their recorded order', () => {
+  // fs.promises.open(path, 'w') and the handle's write, sync, stat and close: live in both
+  // modes, their promises settle in the recorded order among the recorded events (the
+  // renames). Before, four files written at once renamed in the disk's order of the day.
+  const dir = tmpdir('replay-fs-write-handles');
+  const app = script(dir, 'app.js', `
+const fsp = require('fs/promises');
+const path = require('path');
+const d = process.argv[2];
+const at = (n) => path.join(d, n);
+const order = [];
+async function one(n) {
+  const input = await fsp.readFile(at('in.txt'), 'utf8');
+  const fh = await fsp.open(at(n + '.tmp'), 'wx');
+  await fh.write(input + n.repeat(300000));
+  await fh.sync();
+  order.push(n + ':' + (await fh.stat()).size);
+  await fh.close();
+  await fsp.rename(at(n + '.tmp'), at(n + '.txt'));
+  order.push(n);
+}
+Promise.all(['a', 'b', 'c', 'd', 'e'].map(one)).then(() => console.log(order.join(' ')));
+`);
+  const d = path.join(dir, 'w');
+  fs.mkdirSync(d);
+  fs.writeFileSync(path.join(d, 'in.txt'), 'recorded\n');
+  const log = path.join(dir, 'app.replay');
+  const rec = runNode('record', log, app, { args: [d] });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /\ba:300009\b/);
+  fs.writeFileSync(path.join(d, 'in.txt'), 'edited, longer\n');
+  for (const n of ['a', 'b', 'c', 'd', 'e']) fs.rmSync(path.join(d, `${n}.txt`));
+  // A temporary file left behind: 'wx' takes it again in replay.
+  fs.writeFileSync(path.join(d, 'c.tmp'), 'left');
+  for (let i = 0; i < 3; i++) {
+    const rep = runNode('replay', log, app, { args: [d] });
+    assert.strictEqual(rep.code, 0, rep.stderr);
+    assert.strictEqual(rep.stderr, '');
+    assert.strictEqual(rep.stdout, rec.stdout);
+    assert.strictEqual(fs.readFileSync(path.join(d, 'a.txt'), 'utf8').slice(0, 12), 'recorded\naaa');
+  }
+});
