@@ -1310,6 +1310,15 @@ fn decode_addresses(env: &mut JNIEnv, host: jstring, data: &[u8]) -> Option<jobj
     Some(arr.into_raw())
 }
 
+/// What libnet's `initInetAddressIDs` finds (and so initializes) before a lookup.
+const INIT_WITH_LOOKUP: [&str; 5] = [
+    "java/net/InetAddress",
+    "java/net/InetAddress$InetAddressHolder",
+    "java/net/Inet4Address",
+    "java/net/Inet6Address",
+    "java/net/Inet6Address$Inet6AddressHolder",
+];
+
 /// A name lookup: the host (and flags) are the input digest, the addresses the payload.
 fn lookup_call(
     raw: *mut RawJniEnv,
@@ -1344,6 +1353,23 @@ fn lookup_call(
             }
             Session::Replay(_) => {
                 let o = replay(&mut c, i, d)?;
+                // The real lookup's first call loads and initializes the address classes
+                // (libnet's initInetAddressIDs: JNI FindClass initializes), Inet6Address
+                // included where the answer has none. Class initialization takes identity
+                // hashes from the thread's sequence: without it, every later identity hash
+                // of the thread came one behind the recording (log4j2, which looks up the
+                // host name at start, logged other `Object@hash` names and iterated its
+                // hash sets in another order, exit 0).
+                for class in INIT_WITH_LOOKUP {
+                    match c.env.find_class(class) {
+                        Ok(cls) => {
+                            let _ = c.env.delete_local_ref(cls);
+                        }
+                        Err(_) => {
+                            clear_exception(&mut c.env);
+                        }
+                    }
+                }
                 if o.thrown {
                     throw_recorded(&mut c.env, o.data.as_deref().unwrap_or_default());
                     return Some(std::ptr::null_mut());

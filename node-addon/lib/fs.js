@@ -75,8 +75,8 @@ const MUTATIONS = ['mkdirSync', 'mkdtempSync', 'rmdirSync', 'rmSync', 'unlinkSyn
 const ASYNC_MUTATIONS = ['mkdir', 'mkdtemp', 'rmdir', 'rm', 'unlink', 'rename', 'symlink', 'writeFile', 'appendFile',
   'chmod', 'chown', 'utimes', 'truncate', 'link'];
 
-// Callback calls on a descriptor the program opened for writing (see writeFds): made again
-// in replay, synchronously, at their recorded turn.
+// Callback calls on a descriptor opened for writing (see writeFds): live in both modes,
+// completed in the recorded order.
 const FD_WRITES = ['write', 'writev', 'fsync', 'fdatasync', 'ftruncate', 'fchmod', 'fchown', 'futimes'];
 
 // Per caller file: whether it is Node's own code (a handful of files; saves the string tests).
@@ -420,10 +420,7 @@ function install(ev) {
   real.realpathSyncNative = fs.realpathSync.native;
   real.realpathNative = fs.realpath.native;
   // The synchronous forms replay makes the asynchronous changes with (not hooked).
-  for (const name of ['chmod', 'chown', 'utimes', 'truncate', 'link', 'write', 'writev', 'fsync', 'fdatasync',
-    'ftruncate', 'fchmod', 'fchown', 'futimes']) {
-    real[`${name}Sync`] = fs[`${name}Sync`];
-  }
+  for (const name of ['chmod', 'chown', 'utimes', 'truncate', 'link']) real[`${name}Sync`] = fs[`${name}Sync`];
 
   const K = {};
   const kind = (name, kindName) => {
@@ -436,7 +433,6 @@ function install(ev) {
     kind(name, `node.fs.${name}`);
   }
   for (const name of MUTATIONS) kind(name, `node.fs.${name}`);
-  for (const name of FD_WRITES) kind(name, `node.fs.${name}`);
   for (const name of ASYNC_MUTATIONS) {
     kind(name, `node.fs.${name}`);
     kind(`promises${name[0].toUpperCase()}${name.slice(1)}`, `node.fs.promises.${name}`);
@@ -700,7 +696,7 @@ function install(ev) {
       // For writing (see writeFds): the outcome is recorded; replay opens the file again
       // (reopenWrite), or throws the recorded error.
       const args = [...arguments];
-      fd = syncCall(K.openSync, input, this, args, real.openSync, () => null, () => reopenWrite(args, where));
+      fd = syncCall(K.openSync, input, this, args, real.openSync, () => null, () => reopenWrite(args));
       writeFds.set(fd, where);
       return fd;
     }
@@ -725,18 +721,21 @@ function install(ev) {
   // fs.close(fd, cb) of a hooked descriptor: its completion is an event (it is ordered among
   // the others). Replay closes the /dev/null descriptor at the call.
   hooks.close = like(function close(fd, callback) {
+    if (closeGuarded > 0 && typeof callback === 'function') {
+      // Called by a replacement of fs.close that Node's code called (see guardReplaced).
+      const args = [...arguments];
+      args[args.length - 1] = function (...results) {
+        return ev.live(() => callback.apply(this, results));
+      };
+      return real.close.apply(this, args);
+    }
     const written = writeFds.get(fd);
     if (written !== undefined) {
-      writeFds.delete(fd);
-      if (!ev.on || ev.busy || typeof callback !== 'function') return real.close.apply(this, arguments);
-      return callbackCall(K.close, 'close', `fd ${written}`, this, [...arguments], real.close, none, () => {
-        try {
-          ev.live(() => real.closeSync(fd));
-        } catch (_) {
-          // Closed already: as recorded, the program goes on.
-        }
-        return [];
-      });
+      if (!ev.on || ev.busy || typeof callback !== 'function') {
+        writeFds.delete(fd);
+        return real.close.apply(this, arguments);
+      }
+      return orderedFdCall('close', fd, written, this, [...arguments]);
     }
     const where = hookedFds.get(fd);
     hookedFds.delete(fd);
@@ -1173,10 +1172,11 @@ function install(ev) {
     const args = [...arguments];
     const where = pathOf(p);
     const f = args.length > 2 ? flags : undefined;
-    if (!ev.on || ev.busy || where === null || typeof args[args.length - 1] !== 'function' || fromNode(open)) {
+    if (!ev.on || ev.busy || where === null || typeof args[args.length - 1] !== 'function') {
       return real.open.apply(this, args);
     }
-    if (!readOnly(f)) return openWrite(this, args, where, f);
+    if (!readOnly(f)) return openWrite(this, args, where);
+    if (fromNode(open)) return real.open.apply(this, args);
     return callbackCall(K.open, 'open', `${where} ${f === undefined || f === null ? 'r' : f}`, this, args, real.open,
       (fd) => {
         hookedFds.set(fd, where);
@@ -1892,28 +1892,38 @@ function install(ev) {
   // may use what it made: a directory to write into) and the program gets the recorded
   // result; a recorded failure gives its error and changes nothing (a directory the
   // recording made and left exists now: the replayed mkdir still succeeds, as recorded).
-  // Descriptors the program opened for writing with fs.open or fs.openSync, to their path:
-  // the callback calls on them (FD_WRITES, close) are events. Their completions ran live, in
-  // whatever order the disk gave, and the program's next recorded calls followed that order:
-  // write-file-atomic's open/write/fsync/close/rename chains for several files replayed
-  // their renames in another order (a divergence every time). Record: the real call, its
-  // completion in the recorded order. Replay: the synchronous form at the completion's
-  // recorded turn, the callback given the recorded result. The writes land in replay too
-  // (they are the program's output); a write the replaying world refuses is left, as for
-  // the other changes. Synchronous calls on them stay live: they keep the program's order.
+  // Descriptors opened for writing, by the program (fs.open, fs.openSync) or by Node's own
+  // code (a write stream's), to their path. The callback calls on them (FD_WRITES, close)
+  // run live in both modes, at the call, and complete in the recorded order
+  // (ev.orderedCall): their completions ran in whatever order the disk gave, and what came
+  // next followed it. write-file-atomic's open/write/fsync/close/rename chains for several
+  // files renamed in another order (a divergence every replay); a write stream's write
+  // completed after a timer that came later in the recording, and bunyan's last line,
+  // written from that timer before process.exit, stayed in the stream's buffer (lost from the
+  // file, exit 0). Made at the call, as recorded, a write lands even when the program exits
+  // before its completion. Synchronous calls on them stay live: they keep the program's
+  // order.
   const writeFds = new Map();
+  const orderedFdCall = (name, fd, where, self, args) => {
+    if (name === 'close') writeFds.delete(fd);
+    return ev.orderedCall(`${name} fd ${where}`, self, args, real[name]);
+  };
 
-  // The descriptor replay opens in place of a recorded fs.open/openSync for writing, at its
-  // turn: with the program's flags; a file the recording made exists now ('wx' fails with
-  // EEXIST: opened without O_EXCL); where the file cannot be opened at all (its directory
+  // replay: a file the recording made exists now: an open with 'x' that fails with EEXIST
+  // opens it without O_EXCL, as the recorded one got it.
+  const withoutExcl = (e, flags) => replaying && e && e.code === 'EEXIST' && typeof flags === 'string' &&
+    flags.includes('x');
+
+  // The descriptor replay opens in place of a recorded fs.openSync for writing: with the
+  // program's flags (see withoutExcl); where the file cannot be opened at all (its directory
   // gone), /dev/null, so the writes go nowhere rather than failing where they succeeded.
-  function reopenWrite(args, where) {
+  function reopenWrite(args) {
     const [p, flags, mode] = args;
     return ev.live(() => {
       try {
         return real.openSync(p, flags, mode);
       } catch (e) {
-        if (e && e.code === 'EEXIST' && typeof flags === 'string') {
+        if (withoutExcl(e, flags)) {
           try {
             return real.openSync(p, flags.replace('x', ''), mode);
           } catch (_) {
@@ -1925,48 +1935,37 @@ function install(ev) {
     });
   }
 
-  function openWrite(self, args, where, f) {
-    const flagText = typeof f === 'string' || typeof f === 'number' ? f : 'r';
-    const callArgs = args.slice(0, -1);
-    return callbackCall(K.open, 'open', `${where} ${flagText}`, self, args, real.open,
-      (fd) => {
+  // fs.open for writing, by the program or by Node's code: live in both modes, completed in
+  // the recorded order, the descriptor then in writeFds.
+  function openWrite(self, args, where) {
+    const at = args.length - 1;
+    const cb = args[at];
+    const flags = at > 1 ? args[1] : undefined;
+    args[at] = function (err, fd) {
+      if (!err) {
         writeFds.set(fd, where);
-        return fd;
-      },
-      () => {
-        const fd = reopenWrite(callArgs, where);
-        writeFds.set(fd, where);
-        return [fd];
-      });
+      } else if (withoutExcl(err, flags)) {
+        const again = [args[0], flags.replace('x', ''), ...args.slice(2, at)];
+        again.push((err2, fd2) => {
+          if (!err2) writeFds.set(fd2, where);
+          cb(err2, fd2);
+        });
+        ev.live(() => real.open.apply(fs, again));
+        return undefined;
+      }
+      return cb.apply(this, arguments);
+    };
+    return ev.orderedCall(`open ${where}`, self, args, real.open);
   }
 
-  // The results a callback on a written descriptor gets after the error: write and writev
-  // (bytes written, and the data they were given), the others nothing.
-  const FD_RESULTS = {
-    write: [(n) => n, (n, args) => [n, args[1]]],
-    writev: [(n) => n, (n, args) => [n, args[1]]],
-  };
   for (const name of FD_WRITES) {
-    const [enc, dec] = FD_RESULTS[name] || [none, noArgs];
     hooks[name] = like({
       [name](fd) {
-        const args = [...arguments];
         const where = writeFds.get(fd);
-        if (where === undefined || !ev.on || ev.busy || typeof args[args.length - 1] !== 'function' ||
-          fromNode(hooks[name])) {
-          return real[name].apply(this, args);
+        if (where === undefined || !ev.on || ev.busy || typeof arguments[arguments.length - 1] !== 'function') {
+          return real[name].apply(this, arguments);
         }
-        const callArgs = args.slice(0, -1);
-        return callbackCall(K[name], name, `fd ${where}`, this, args, real[name], enc, (v) => {
-          ev.live(() => {
-            try {
-              real[`${name}Sync`].apply(fs, callArgs);
-            } catch (_) {
-              // The recorded call succeeded: so does this one (the world differs).
-            }
-          });
-          return dec(v, args);
-        });
+        return orderedFdCall(name, fd, where, this, [...arguments]);
       },
     }[name], real[name]);
   }
@@ -2089,10 +2088,80 @@ function install(ev) {
   }
 
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) obj[prop] = hooks[name];
+  guardReplaced(ev, hooks, real);
   ev.onDisable(() => {
     for (const [name, [obj, prop]] of Object.entries(SLOTS)) obj[prop] = real[name];
   });
   hookJsonRequire(ev);
+}
+
+// fs.close and fs.closeSync as a program replaces them after the hooks are in place:
+// graceful-fs does so when it is loaded (webpack, postcss, archiver, fs-extra's users), and
+// its wrappers read Date.now to reset their retry queue. Node's own code calls them at the
+// end of operations the hooks take whole: an async writeFile's last close, a read stream's.
+// In record that ran after the hook had returned, outside ev.live, and its Date.now was an
+// event; replay, serving the operation from the log, never closes anything: every such
+// replay ended with clock events left over. Such a call from Node's code runs under ev.live
+// (its clock reads are not events) in both modes. A replacement set on another object that
+// copied fs's properties (graceful-fs's clone copies this accessor) stays that object's.
+let closeGuarded = 0;
+function guardReplaced(ev, hooks, real) {
+  for (const name of ['close', 'closeSync']) {
+    let current = fs[name];
+    const wrap = (v) => {
+      if (typeof v !== 'function' || v === hooks[name] || v === real[name]) return v;
+      const guarded = {
+        [name](...args) {
+          if (!ev.on || ev.busy || !fromNode(guarded)) return v.apply(this, args);
+          // graceful-fs's close passes the hook its own callback, which reads the clock and
+          // then calls Node's: the hook runs that one under ev.live (closeGuarded), Node's
+          // (the program's callback follows it) runs as the program's again.
+          const at = args.length - 1;
+          if (name === 'close' && typeof args[at] === 'function') {
+            const cb = args[at];
+            args[at] = function (...results) {
+              const was = ev.busy;
+              ev.busy = false;
+              try {
+                return cb.apply(this, results);
+              } finally {
+                ev.busy = was;
+              }
+            };
+          }
+          closeGuarded++;
+          try {
+            return ev.live(() => v.apply(this, args));
+          } finally {
+            closeGuarded--;
+          }
+        },
+      }[name];
+      for (const key of Reflect.ownKeys(v)) {
+        if (key === 'prototype' || key === 'caller' || key === 'arguments') continue;
+        try {
+          Object.defineProperty(guarded, key, Object.getOwnPropertyDescriptor(v, key));
+        } catch (_) {
+          // A property the function cannot take: the wrapper works without it.
+        }
+      }
+      return guarded;
+    };
+    Object.defineProperty(fs, name, {
+      configurable: true,
+      enumerable: true,
+      get() {
+        return current;
+      },
+      set(v) {
+        if (this !== fs) {
+          Object.defineProperty(this, name, { value: v, writable: true, configurable: true, enumerable: true });
+          return;
+        }
+        current = wrap(v);
+      },
+    });
+  }
 }
 
 // `require('./config.json')`: the CommonJS loader reads the file with fs.readFileSync, a call

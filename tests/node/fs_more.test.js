@@ -606,3 +606,91 @@ Promise.all(['a', 'b', 'c', 'd', 'e'].map(one)).then(() => console.log(order.joi
     assert.strictEqual(fs.readFileSync(path.join(d, 'a.txt'), 'utf8').slice(0, 12), 'recorded\naaa');
   }
 });
+
+test("graceful-fs's close wrappers, called by Node's own code, read no recorded clock", () => {
+  // graceful-fs replaces fs.close and fs.closeSync when it is loaded (webpack, postcss,
+  // archiver); its wrappers read Date.now, the callback form in its own callback. Node calls
+  // fs.close at the end of an async writeFile and of a read stream, which the hooks take
+  // whole: replay never closes there, and every replay ended with clock events left over. A
+  // stand-in wraps as graceful-fs 4.2 does.
+  const dir = tmpdir('replay-graceful-close');
+  const app = script(dir, 'app.js', `
+const fs = require('fs');
+let queued = 0;
+const resetQueue = () => { queued = Date.now(); };
+fs.close = (function (fs$close) {
+  function close(fd, cb) {
+    return fs$close.call(fs, fd, function (err) {
+      if (!err) resetQueue();
+      if (typeof cb === 'function') cb.apply(this, arguments);
+    });
+  }
+  Object.defineProperty(close, Symbol.for('graceful-fs.previous'), { value: fs$close });
+  return close;
+})(fs.close);
+fs.closeSync = (function (fs$closeSync) {
+  function closeSync(fd) {
+    fs$closeSync.apply(fs, arguments);
+    resetQueue();
+  }
+  return closeSync;
+})(fs.closeSync);
+const input = fs.readFileSync('in.txt');
+fs.writeFile('out.txt', input, (err) => {
+  console.log('written', err, Math.round(Math.random() * 1000));
+  let text = '';
+  fs.createReadStream('in.txt', 'utf8').on('data', (c) => (text += c)).on('close', () => {
+    console.log('read', text.trim(), typeof fs.close[Symbol.for('graceful-fs.previous')]);
+    setTimeout(() => console.log('at', Date.now() > 0), 5);
+  });
+});
+`);
+  fs.writeFileSync(path.join(dir, 'in.txt'), 'recorded\n');
+  const log = path.join(dir, 'app.replay');
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^written null \d+\nread recorded function\nat true\n$/);
+  fs.writeFileSync(path.join(dir, 'in.txt'), 'edited\n');
+  fs.rmSync(path.join(dir, 'out.txt'));
+  const rep = runNode('replay', log, app);
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+  assert.strictEqual(fs.readFileSync(path.join(dir, 'out.txt'), 'utf8'), 'recorded\n');
+});
+
+test("a write stream's writes complete in their recorded order among timers (a log line before exit)", () => {
+  // fs.createWriteStream: Node opens, writes and closes the file itself. Its completions now
+  // come in the recorded order: before, the timer came first in replay, the second line
+  // stayed in the stream's buffer and process.exit lost it from the file (exit 0; bunyan's
+  // last line before an exit). A descriptor the program opened and gave the stream too.
+  const dir = tmpdir('replay-write-stream-order');
+  const app = script(dir, 'app.js', `
+const fs = require('fs');
+const s = fs.createWriteStream('app.log');
+const t = fs.createWriteStream(null, { fd: fs.openSync('own.log', 'w') });
+s.write('first ' + fs.readFileSync('in.txt', 'utf8').trim() + '\\n');
+t.write('own first\\n');
+setTimeout(() => {
+  s.write('second ' + Date.now() + '\\n');
+  t.write('own second ' + s.writableLength + '\\n');
+  process.exit(0);
+}, 20);
+`);
+  fs.writeFileSync(path.join(dir, 'in.txt'), 'recorded\n');
+  const log = path.join(dir, 'app.replay');
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  const files = () => ['app.log', 'own.log'].map((f) => fs.readFileSync(path.join(dir, f), 'utf8'));
+  const recorded = files();
+  assert.match(recorded[0], /^first recorded\nsecond \d+\n$/);
+  fs.writeFileSync(path.join(dir, 'in.txt'), 'edited\n');
+  for (let i = 0; i < 3; i++) {
+    for (const f of ['app.log', 'own.log']) fs.rmSync(path.join(dir, f));
+    const rep = runNode('replay', log, app);
+    assert.strictEqual(rep.code, 0, rep.stderr);
+    assert.strictEqual(rep.stderr, '');
+    assert.strictEqual(rep.stdout, rec.stdout);
+    assert.deepStrictEqual(files(), recorded);
+  }
+});

@@ -467,3 +467,21 @@ fn servers_replay_their_recorded_clients_and_their_stopping_signal() {
         assert_eq!(replay_tests::jvm::text(&o.stdout), recorded, "{n}");
     }
 }
+
+#[test]
+fn identity_hashes_after_a_host_name_lookup_are_the_recorded_ones() {
+    // The real lookup initializes Inet6Address (libnet's initInetAddressIDs), which takes an
+    // identity hash from the thread's sequence; the replayed lookup did not, and every later
+    // identity hash came one behind the recording.
+    for jdk in jdks() {
+        let r = record(jdk, "IdHash", &[], |_| {});
+        assert!(r.out.contains("host named true"), "{}: {}", name(jdk), r.out);
+        assert_eq!(
+            r.kinds.get("java.net.InetAddress.getLocalHostName"),
+            Some(&1),
+            "{}",
+            name(jdk)
+        );
+        assert_replays(jdk, &r, &[], "IdHash", &[]);
+    }
+}
