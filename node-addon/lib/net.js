@@ -54,6 +54,7 @@
 // _wrapHandle below), over a socket that is not replayed (a unix path) it runs live.
 
 const net = require('net');
+const dns = require('dns');
 const crypto = require('crypto');
 const fs = require('fs');
 const os = require('os');
@@ -880,8 +881,74 @@ function install(ev) {
     sock.connecting = true;
     if (options.timeout) sock.setTimeout(options.timeout);
     if (typeof cb === 'function') sock.once(servername === undefined ? 'connect' : 'secureConnect', cb);
+    replayLookup(sock, options);
     follow(c, c.key);
     return sock;
+  }
+
+  // A lookup function of the program's (options.lookup: a DNS cache such as @npmcli/agent's,
+  // whose clocks and dns calls are the program's): Node calls it for a host name, and so
+  // does replay, when and as Node's lookupAndConnect does (at once with `all` when it picks
+  // the address family itself, else on the next tick), emitting 'lookup' with what it gives.
+  // The connection itself stays fed from the log. Before, replay never called it: its
+  // recorded clock reads and lookups were left over (npm-check-updates). Record runs it as the
+  // program's (withLookup) though Node calls it inside the hooked connect.
+  function lookupPlan(options) {
+    const host = options.host || 'localhost';
+    if (typeof options.lookup !== 'function' || net.isIP(host)) return null;
+    let family = options.family;
+    if (family === 'IPv4') family = 4;
+    else if (family === 'IPv6') family = 6;
+    const dnsopts = { family, hints: options.hints || 0 };
+    if (family !== 4 && family !== 6 && dnsopts.hints === 0) dnsopts.hints = dns.ADDRCONFIG;
+    const auto = options.autoSelectFamily != null ? options.autoSelectFamily
+      : typeof net.getDefaultAutoSelectFamily === 'function' && net.getDefaultAutoSelectFamily();
+    const all = family !== 4 && family !== 6 && !options.localAddress && Boolean(auto);
+    if (all) dnsopts.all = true;
+    return { host, dnsopts, all };
+  }
+
+  function replayLookup(sock, options) {
+    const plan = lookupPlan(options);
+    if (plan === null) return;
+    const { host, dnsopts, all } = plan;
+    const lookup = options.lookup;
+    const call = () => {
+      try {
+        lookup(host, dnsopts, (err, ip, addressType) => {
+          if (!sock.connecting) return;
+          if (err || !all) sock.emit('lookup', err, err ? undefined : ip, err ? undefined : addressType, host);
+          else if (Array.isArray(ip)) for (const a of ip) if (a) sock.emit('lookup', err, a.address, a.family, host);
+        });
+      } catch (e) {
+        // Node would have thrown it from connect(), as the recorded run did not.
+        ev.fail('replaying a lookup function of the program', e);
+      }
+    };
+    if (all) call();
+    else process.nextTick(call);
+  }
+
+  // Record: connect() with the program's lookup function run as the program's code (not
+  // inside ev.live, where the hooked connect runs Node's), so its calls are events as replay
+  // makes them (replayLookup). Node reads options.lookup once, in connect itself.
+  function withLookup(options, fn) {
+    const lookup = lookupPlan(options) === null ? null : options.lookup;
+    if (lookup === null) return fn();
+    options.lookup = function (...args) {
+      const was = ev.busy;
+      ev.busy = false;
+      try {
+        return lookup.apply(this, args);
+      } finally {
+        ev.busy = was;
+      }
+    };
+    try {
+      return fn();
+    } finally {
+      options.lookup = lookup;
+    }
   }
 
   // ---- hooks ----
@@ -1078,7 +1145,7 @@ function install(ev) {
     const c = newConn(this, options.host || 'localhost', Number(options.port));
     this[CONN] = c;
     open.add(c);
-    return ev.live(() => real.connect.apply(this, args));
+    return withLookup(options, () => ev.live(() => real.connect.apply(this, args)));
   }, real.connect);
 
   // `arguments`, not a rest parameter: every event of every socket passes here, and the
@@ -1248,7 +1315,7 @@ function install(ev) {
       }
       return replayConnect(sock, options, norm[1], servername);
     }
-    const sock = ev.live(() => real.tlsConnect.apply(this, args));
+    const sock = withLookup(options, () => ev.live(() => real.tlsConnect.apply(this, args)));
     try {
       const c = newConn(sock, host, Number(options.port), servername);
       sock[CONN] = c;

@@ -488,3 +488,53 @@ dns.resolve4('api.internal.test', (err, a) => {
   assert.strictEqual(fs.readFileSync(`${dir}/cb.txt`, 'utf8'), '10.0.0.1');
   assert.strictEqual(fs.readFileSync(`${dir}/promise.txt`, 'utf8'), '10.0.0.1');
 });
+
+test("a lookup function of the program's runs in replay as it did recorded (a DNS cache)", async () => {
+  // options.lookup: Node calls it for a host name (with `all` when it picks the family, on
+  // the next tick with a family given); a cache like @npmcli/agent's reads the clock and
+  // calls dns.lookup. Replay never called it: its events were left over (npm-check-updates).
+  const dir = tmpdir('replay-lookup-fn');
+  const app = script(dir, 'client.js', `
+const http = require('http');
+const dns = require('dns');
+const calls = [];
+const cache = new Map();
+function lookup(host, opts, cb) {
+  calls.push(host + ' all=' + Boolean(opts.all) + ' family=' + opts.family + ' t=' + (performance.now() > 0));
+  const key = host + Boolean(opts.all);
+  if (cache.has(key)) return process.nextTick(cb, null, ...cache.get(key));
+  dns.lookup(host, opts, (err, a, f) => {
+    if (!err) cache.set(key, [a, f]);
+    calls.push('answered ' + (err ? err.code : Date.now() > 0));
+    cb(err, a, f);
+  });
+}
+const get = (family) => new Promise((resolve) => {
+  const req = http.get({ host: 'localhost', port: Number(process.argv[2]), path: '/x', lookup, family, agent: false }, (r) => {
+    let b = '';
+    r.on('data', (d) => (b += d));
+    r.on('end', () => resolve(b));
+  });
+  req.on('socket', (s) => s.on('lookup', (err, address) => calls.push('lookup event ' + (err ? err.code : typeof address))));
+});
+(async () => {
+  console.log(await get(undefined));
+  console.log(await get(4));
+  console.log(calls.join('\\n'));
+})();
+`);
+  let n = 0;
+  const server = http.createServer((req, res) => res.end(`n=${++n} r=${Math.random()}`));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = String(server.address().port);
+  const log = `${dir}/app.replay`;
+  const rec = await runNodeAsync('record', log, app, { args: [port] });
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^n=1 r=0\.\d+\nn=2 r=0\.\d+\nlocalhost all=true family=undefined t=true\nanswered true\nlookup event string\n(lookup event string\n)?localhost all=false family=4 t=true\nanswered true\nlookup event string\n$/);
+  const rep = runNode('replay', log, app, { args: [port] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
