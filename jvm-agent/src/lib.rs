@@ -35,6 +35,7 @@ mod fsmeta;
 mod http;
 mod jimage;
 mod jvmti;
+mod links;
 mod mgmt;
 mod mmap;
 mod net;

@@ -45,7 +45,8 @@
 //! Write opens (any access mode but O_RDONLY) stay live. What uses the descriptor other than
 //! the hooked calls (memory-mapping, `transferTo` another channel, scattering reads, the
 //! `SecureDirectoryStream` operations relative to a directory's descriptor) reads `/dev/null`
-//! in replay. `toRealPath` (`realpath0`), `readSymbolicLink` and `fstat` are not hooked.
+//! in replay. `toRealPath` (`realpath0`) and `readSymbolicLink` are events of src/links.rs;
+//! `fstat` is not hooked.
 
 use crate::fileio::{
     begin, begin_path, orig, record_one, replay_one, run, throw_recorded, Call, CLEANUP_CLOSE,
@@ -157,7 +158,7 @@ pub fn stream_of_descriptor(raw: *mut RawJniEnv, fd: jobject) -> Option<jlong> {
 /// A failure the live call left pending: `(errno, None)` for a `UnixException` with an errno,
 /// `(-1, Some(class and message))` for anything else (thrown again from its text in replay).
 /// The exception stays pending.
-fn pending_failure(env: &mut JNIEnv) -> Option<(i32, Option<Vec<u8>>)> {
+pub(crate) fn pending_failure(env: &mut JNIEnv) -> Option<(i32, Option<Vec<u8>>)> {
     if !env.exception_check().unwrap_or(false) {
         return None;
     }
@@ -189,7 +190,7 @@ fn record_failure(c: &Call, i: usize, digest: u64, ret: i64, errno: i32, text: O
 }
 
 /// Throws what [`pending_failure`] saw: `UnixException(errno)`, or the described exception.
-fn throw_failure(env: &mut JNIEnv, errno: i64, data: Option<&[u8]>) {
+pub(crate) fn throw_failure(env: &mut JNIEnv, errno: i64, data: Option<&[u8]>) {
     if errno > 0 {
         throw_unix_exception(env, errno as jint);
     } else {
@@ -339,7 +340,7 @@ enum Fails {
 }
 
 /// The path bytes a metadata or opendir call names, if the call may be an event.
-fn event_path(path: jlong) -> Option<Vec<u8>> {
+pub(crate) fn event_path(path: jlong) -> Option<Vec<u8>> {
     agent()?;
     crate::fileio::FILE_EVENT.get()?;
     if path == 0 {

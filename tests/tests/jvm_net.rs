@@ -475,7 +475,12 @@ fn identity_hashes_after_a_host_name_lookup_are_the_recorded_ones() {
     // identity hash came one behind the recording.
     for jdk in jdks() {
         let r = record(jdk, "IdHash", &[], |_| {});
-        assert!(r.out.contains("host named true"), "{}: {}", name(jdk), r.out);
+        assert!(
+            r.out.contains("host named true"),
+            "{}: {}",
+            name(jdk),
+            r.out
+        );
         assert_eq!(
             r.kinds.get("java.net.InetAddress.getLocalHostName"),
             Some(&1),

@@ -237,3 +237,38 @@ fn file_system_changes_return_their_recorded_outcome() {
         assert!(d.join("gone/keep").is_file(), "{n}");
     }
 }
+
+#[test]
+fn symbolic_links_resolve_as_recorded_after_they_were_retargeted() {
+    // toRealPath, getCanonicalPath and readSymbolicLink ran live: a link retargeted after the
+    // recording made the replayed program name the other directory (exit 0).
+    for jdk in jdks() {
+        let r = record(jdk, "Links", &[], |d| {
+            for sub in ["data", "other"] {
+                std::fs::create_dir(d.join(sub)).unwrap();
+                std::fs::write(d.join(sub).join("f.txt"), sub).unwrap();
+            }
+            std::fs::write(d.join("gone"), "").unwrap();
+            std::os::unix::fs::symlink("data", d.join("link")).unwrap();
+        });
+        assert_eq!(
+            r.out,
+            "toRealPath data\ncanonical data/f.txt\nreadlink data\n\
+             gone found\ndata NotLinkException\n",
+            "{}",
+            name(jdk)
+        );
+        for k in [
+            "sun.nio.fs.UnixNativeDispatcher.realpath",
+            "sun.nio.fs.UnixNativeDispatcher.readlink",
+            "java.io.UnixFileSystem.canonicalize",
+        ] {
+            assert!(r.kinds.contains_key(k), "{}: {k}: {:?}", name(jdk), r.kinds);
+        }
+        let d = r.dir.path();
+        std::fs::remove_file(d.join("link")).unwrap();
+        std::os::unix::fs::symlink("other", d.join("link")).unwrap();
+        std::fs::remove_file(d.join("gone")).unwrap();
+        assert_replays(jdk, &r, &[], "Links", &[]);
+    }
+}
