@@ -196,4 +196,19 @@ struct Trailer {
   exitStatus @6 :Int32;
   # The program's exit status (128+N for a signal), when the front end learned it before
   # the log was closed; replay compares its own at exit. Older writers: exitKnown false.
+
+  files @7 :List(FileWritten);
+  # What the program wrote into files, per path, through the writes its front end sees;
+  # replay compares its own at exit, so a replay that wrote other bytes into a file than the
+  # recording (a thread race, an input no hook covers) is a divergence, not a silent exit 0.
+  # Older writers: empty (nothing compared).
+}
+
+struct FileWritten {
+  path @0 :Text;
+  # As the program named it (relative paths as given).
+  bytes @1 :UInt64;
+  # Bytes written in all, over every write to the path.
+  crc32c @2 :UInt32;
+  # CRC-32C of those bytes in the order written.
 }

@@ -200,6 +200,8 @@ struct Inner {
     /// The program's exit status for the trailer ([`Recorder::set_exit_status`]);
     /// `NO_EXIT` when not known.
     exit_status: AtomicI64,
+    /// What the program wrote into files, for the trailer ([`Recorder::set_files`]).
+    files: Mutex<Vec<crate::format::FileWritten>>,
     /// A front end's drain, run by the flusher before each round that writes everything
     /// published ([`Recorder::on_round`]).
     round_hook: Mutex<Option<RoundHook>>,
@@ -269,6 +271,7 @@ impl Recorder {
             flush_every: cfg.flush,
             dropped: AtomicU64::new(0),
             exit_status: AtomicI64::new(NO_EXIT),
+            files: Mutex::new(Vec::new()),
             round_hook: Mutex::new(None),
         });
         let rec = Recorder {
@@ -783,6 +786,12 @@ impl Recorder {
             .store(i64::from(status), Ordering::Relaxed);
     }
 
+    /// What the program wrote into files (sorted by path), for the trailer: call before
+    /// [`Self::finish`]. Replay compares its own writes with it.
+    pub fn set_files(&self, files: Vec<crate::format::FileWritten>) {
+        *self.inner.files.lock().unwrap() = files;
+    }
+
     /// The first write error, if writing failed (the recording then stopped).
     pub fn failure(&self) -> Option<String> {
         self.inner.failure.lock().unwrap().clone()
@@ -1177,7 +1186,8 @@ fn flusher_main(inner: Arc<Inner>, writer: LogWriter) -> Result<TrailerInfo, Str
             let Flusher { writer, .. } = f;
             let exit = inner.exit_status.load(Ordering::Relaxed);
             let exit = (exit != NO_EXIT).then_some(exit as i32);
-            return writer.finish(threads, exit).map_err(|e| {
+            let files = std::mem::take(&mut *inner.files.lock().unwrap());
+            return writer.finish(threads, exit, files).map_err(|e| {
                 fail(
                     format!("cannot close {}: {e}", inner.path.display()),
                     &inner,

@@ -50,6 +50,13 @@ pub enum DivergenceKind {
     },
     /// The program ended with another exit status than the recording's.
     Exit { recorded: i32, replayed: i32 },
+    /// What the program wrote into the file `path` differs from the recording's writes:
+    /// `recorded` and `replayed` bytes in all (`None`: that run wrote nothing there).
+    File {
+        path: String,
+        recorded: Option<u64>,
+        replayed: Option<u64>,
+    },
     /// The log was cut (the recorder was killed) and the program went past its last event.
     Cut { offset: u64, why: String },
     /// A lock's recorded order of acquisitions can no longer be followed: `lock` names it,
@@ -178,6 +185,25 @@ impl Divergence {
             DivergenceKind::Exit { recorded, replayed } => format!(
                 "the program exited with status {replayed}; the recording exited with {recorded}"
             ),
+            DivergenceKind::File {
+                path,
+                recorded,
+                replayed,
+            } => match (recorded, replayed) {
+                (Some(r), Some(p)) if r == p => format!(
+                    "the program wrote other bytes into {path} than the recording ({p} bytes, as recorded, with another checksum)"
+                ),
+                (Some(r), Some(p)) => format!(
+                    "the program wrote {p} bytes into {path}; the recording wrote {r}"
+                ),
+                (Some(r), None) => format!(
+                    "the program wrote nothing into {path}; the recording wrote {r} bytes"
+                ),
+                (None, p) => format!(
+                    "the program wrote {} bytes into {path}, which the recording never wrote",
+                    p.unwrap_or(0)
+                ),
+            },
             DivergenceKind::Cut { .. } => format!(
                 "the recording ends at event #{}: the recorder was killed or cut there, and the program went on past it",
                 self.seq

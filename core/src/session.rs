@@ -282,6 +282,9 @@ pub struct Core {
     gen: u64,
     /// Replay: the exit status the front end saw.
     exit: Mutex<Option<i32>>,
+    /// What the program wrote into files, per path: bytes in all and their CRC-32C
+    /// ([`Core::file_written`]).
+    files: Mutex<std::collections::BTreeMap<String, (u64, u32)>>,
     /// What ran live by rule, per kind ([`Core::ran_live`]), and whether what it does is out
     /// of replay's sight ([`Core::ran_unchecked`]).
     live: Mutex<Vec<(&'static str, u64, bool)>>,
@@ -441,6 +444,7 @@ impl Core {
             output: checking.then(|| Arc::new(Mutex::new(FxHashMap::default()))),
             gen: NEXT_GEN.fetch_add(1, Ordering::Relaxed),
             exit: Mutex::new(None),
+            files: Mutex::new(std::collections::BTreeMap::new()),
             live: Mutex::new(Vec::new()),
             not_run: Mutex::new(Vec::new()),
             last: Mutex::new(None),
@@ -1294,6 +1298,36 @@ impl Core {
         }
     }
 
+    /// The program wrote `bytes` into the file `path` (as the program named it). Record: the
+    /// sums per path go into the log's trailer. Replay: compared with those at
+    /// [`Self::shutdown`], so a replay that wrote other bytes into a file than recorded (a
+    /// thread race, an input no hook covers) is a divergence, not a silent exit 0. Off with
+    /// output verification.
+    pub fn file_written(&self, path: &str, bytes: &[u8]) {
+        if !self.options.verify_output || bytes.is_empty() {
+            return;
+        }
+        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let e = match files.get_mut(path) {
+            Some(e) => e,
+            None => files.entry(path.to_string()).or_insert((0, 0)),
+        };
+        e.0 += bytes.len() as u64;
+        e.1 = crc32c::crc32c_append(e.1, bytes);
+    }
+
+    fn files_written(&self) -> Vec<crate::format::FileWritten> {
+        let files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        files
+            .iter()
+            .map(|(path, &(bytes, crc32c))| crate::format::FileWritten {
+                path: path.clone(),
+                bytes,
+                crc32c,
+            })
+            .collect()
+    }
+
     /// Record: flush and close the log. Replay: check that every recorded event was used,
     /// all recorded output written and the exit status the same; a difference is a
     /// divergence under the policy, whose verdict is returned ([`Verdict::Stop`]: end the
@@ -1303,6 +1337,7 @@ impl Core {
         let r = match &self.session {
             Session::Record(r) => {
                 let dropped = r.dropped();
+                r.set_files(self.files_written());
                 r.finish()
                     .map(|_| ())
                     .map_err(|e| format!("log {}: {e}", self.log.display()))?;
@@ -1389,9 +1424,9 @@ impl Core {
         if let Some(d) = self.leftover_output(r) {
             return self.diverged(d);
         }
-        let recorded = match r.end() {
-            Some(End::Complete(t)) => t.exit_status,
-            _ => None,
+        let (recorded, recorded_files) = match r.end() {
+            Some(End::Complete(t)) => (t.exit_status, Some(t.files.clone())),
+            _ => (None, None),
         };
         let replayed = *self.exit.lock().unwrap_or_else(|p| p.into_inner());
         if let (Some(recorded), Some(replayed)) = (recorded, replayed) {
@@ -1406,7 +1441,54 @@ impl Core {
                 )));
             }
         }
+        // A recording with no file writes in its trailer is not compared: an older writer's
+        // log, or one recorded without output verification, says nothing of its files.
+        if let Some(recorded) = recorded_files.filter(|f| !f.is_empty()) {
+            if let Some(kind) = self.file_difference(&recorded) {
+                let (thread, thread_name) = r.caller();
+                return self.diverged(Box::new(Divergence::at(
+                    kind,
+                    r.end_seq(),
+                    thread,
+                    thread_name,
+                    self.log.clone(),
+                )));
+            }
+        }
         Verdict::Live
+    }
+
+    /// The first file, by path, whose replayed writes differ from the recorded ones.
+    fn file_difference(&self, recorded: &[crate::format::FileWritten]) -> Option<DivergenceKind> {
+        if !self.options.verify_output {
+            return None;
+        }
+        let replayed = self.files.lock().unwrap_or_else(|p| p.into_inner());
+        let mut first: Option<DivergenceKind> = None;
+        let mut note = |path: &str, rec: Option<u64>, rep: Option<u64>| {
+            if first.as_ref().is_none_or(
+                |f| matches!(f, DivergenceKind::File { path: p, .. } if path < p.as_str()),
+            ) {
+                first = Some(DivergenceKind::File {
+                    path: path.to_string(),
+                    recorded: rec,
+                    replayed: rep,
+                });
+            }
+        };
+        for f in recorded {
+            match replayed.get(&f.path) {
+                Some(&(bytes, crc)) if bytes == f.bytes && crc == f.crc32c => {}
+                Some(&(bytes, _)) => note(&f.path, Some(f.bytes), Some(bytes)),
+                None => note(&f.path, Some(f.bytes), None),
+            }
+        }
+        for (path, &(bytes, _)) in replayed.iter() {
+            if !recorded.iter().any(|f| &f.path == path) {
+                note(path, None, Some(bytes));
+            }
+        }
+        first
     }
 
     /// Recorded writes the program never made (when output is compared): the earliest,

@@ -179,9 +179,15 @@ impl LogWriter {
     }
 
     /// Writes the trailer and syncs: the log is complete.
-    pub fn finish(mut self, threads: u32, exit_status: Option<i32>) -> io::Result<TrailerInfo> {
+    pub fn finish(
+        mut self,
+        threads: u32,
+        exit_status: Option<i32>,
+        files: Vec<FileWritten>,
+    ) -> io::Result<TrailerInfo> {
         let t = TrailerInfo {
             exit_status,
+            files,
             events: self.events,
             chunks: self.chunks,
             end_time_unix_ns: header::unix_now_ns(),

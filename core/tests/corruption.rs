@@ -141,7 +141,7 @@ fn wrong_generation_and_future_reader_version() {
     let mut h = HeaderInfo::for_this_process("test", "1", vec![]);
     h.min_reader_version = 7;
     let w = replay_core::writer::LogWriter::create(&p, &h, false).unwrap();
-    w.finish(0, None).unwrap();
+    w.finish(0, None, Vec::new()).unwrap();
     let e = LogReader::open(&p).err().unwrap().to_string();
     assert_eq!(
         e,

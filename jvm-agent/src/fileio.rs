@@ -49,7 +49,7 @@ const DISPATCHER: &[&str] = &[
 ];
 
 /// Number of wrapped natives.
-pub const COUNT: usize = 55;
+pub const COUNT: usize = 56;
 
 /// The wrapped natives, in kind order: (declaring classes, names on JDK 17 / later JDKs,
 /// descriptor).
@@ -156,6 +156,8 @@ const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
     (UND, &["rename0"], "(JJ)V"),
     // Bookkeeping, never an event: a replayed channel's force (src/nio.rs `force0`).
     (DISPATCHER, &["force0"], "(Ljava/io/FileDescriptor;Z)I"),
+    // `File.getTotalSpace/getFreeSpace/getUsableSpace` (src/fsmeta.rs).
+    (UFS, &["getSpace", "getSpace0"], "(Ljava/io/File;I)J"),
 ];
 
 /// Kind names, indexed like [`NATIVES`].
@@ -217,6 +219,7 @@ pub const KINDS: [&str; COUNT] = [
     "sun.nio.fs.UnixNativeDispatcher.rmdir",
     "sun.nio.fs.UnixNativeDispatcher.rename",
     "sun.nio.ch.FileDispatcher.force",
+    "java.io.UnixFileSystem.getSpace",
 ];
 const OPEN: usize = 0;
 const READ: usize = 1;
@@ -273,6 +276,7 @@ pub(crate) const NIO_UNLINK: usize = 51;
 pub(crate) const NIO_RMDIR: usize = 52;
 pub(crate) const NIO_RENAME: usize = 53;
 pub(crate) const NIO_FORCE: usize = 54;
+pub(crate) const META_SPACE: usize = 55;
 /// `RandomAccessFile`'s mode bit for "r": only read-only opens are events (a file opened for
 /// writing must really be open in replay, so it stays live).
 const RAF_O_RDONLY: jint = 1;
@@ -359,6 +363,7 @@ fn wrapper(i: usize) -> *mut c_void {
         NIO_RMDIR => nio::rmdir0 as nio::PathFn as *mut c_void,
         NIO_RENAME => nio::rename0 as nio::RenameFn as *mut c_void,
         NIO_FORCE => nio::force0 as nio::ForceFn as *mut c_void,
+        META_SPACE => fsmeta::space as fsmeta::SpaceFn as *mut c_void,
         _ => crate::children::fork_and_exec as crate::children::ForkFn as *mut c_void,
     }
 }

@@ -15,7 +15,7 @@
 use crate::fileio::{
     begin_path, orig, pending_exception, record_one, replay_one, run, scalar_event, throw_recorded,
     IO_DELETE, IO_MKDIR, IO_RENAME, KINDS, META_ACCESS, META_ATTRS, META_LENGTH, META_LIST,
-    META_MTIME,
+    META_MTIME, META_SPACE,
 };
 use crate::{agent, clear_exception};
 use jni::objects::{JFieldID, JObject, JObjectArray, JString};
@@ -29,6 +29,7 @@ pub type IntFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> 
 pub type AccessFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject, jint) -> jboolean;
 pub type LongFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> jlong;
 pub type ListFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject) -> jobjectArray;
+pub type SpaceFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jobject, jint) -> jlong;
 
 /// A field's ID, looked up once per process (`cache`) in a boot class, whose IDs stay valid:
 /// looking a field up by name on every call parses its signature each time.
@@ -127,6 +128,19 @@ pub unsafe extern "system" fn mtime(raw: *mut RawJniEnv, this: jobject, f: jobje
 pub unsafe extern "system" fn length(raw: *mut RawJniEnv, this: jobject, f: jobject) -> jlong {
     let live = || unsafe { orig::<LongFn>(META_LENGTH)(raw, this, f) };
     scalar(raw, f, META_LENGTH, 0, live)
+}
+
+/// `getTotalSpace`/`getFreeSpace`/`getUsableSpace` (`t`: which): the file system's answer
+/// changes with every byte anyone writes (read live, a replay after 5 MB more on the disk
+/// diverged at once).
+pub unsafe extern "system" fn space(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    f: jobject,
+    t: jint,
+) -> jlong {
+    let live = || unsafe { orig::<SpaceFn>(META_SPACE)(raw, this, f, t) };
+    scalar(raw, f, META_SPACE, i64::from(t), live)
 }
 
 /// `list`: the names (NUL cannot occur in a file name, so it separates them) and their count,

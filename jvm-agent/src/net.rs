@@ -57,10 +57,14 @@ use std::sync::{Mutex, OnceLock};
 
 const NET: &[&str] = &["Lsun/nio/ch/Net;"];
 const SD: &[&str] = &["Lsun/nio/ch/SocketDispatcher;"];
-/// Socket writes: JDK 17 writes through the file dispatcher, JDK 21+ has its own.
+/// Socket writes: JDK 17 writes through the file dispatcher, JDK 21+ has its own. File
+/// writes (JDK 17's file dispatcher, JDK 21+'s Unix one) pass here too: a write to a
+/// descriptor a NIO open for writing gave is summed for the end of the run (src/nio.rs
+/// `WRITTEN`).
 const WRITERS: &[&str] = &[
     "Lsun/nio/ch/FileDispatcherImpl;",
     "Lsun/nio/ch/SocketDispatcher;",
+    "Lsun/nio/ch/UnixFileDispatcherImpl;",
 ];
 /// Where a socket's descriptor is closed (JDK 17; JDK 21+).
 const CLOSERS: &[&str] = &[
@@ -663,7 +667,10 @@ fn write(
     live: impl Fn() -> i64,
 ) -> i64 {
     run(KINDS[i], live, |call| {
-        let (_, s) = sock_of(raw, fd)?;
+        let Some((_, s)) = sock_of(raw, fd) else {
+            note_file_write(raw, fd, i, address, len);
+            return None;
+        };
         let mut c = begin(raw)?;
         let bytes = if i == WRITEV {
             // SAFETY: the JDK passes `len` iovecs at `address` to writev0.
@@ -697,6 +704,37 @@ fn write(
             }
         }
     })
+}
+
+/// A write to a file the program opened for writing through NIO: its bytes go to the core's
+/// sums per path (the write itself runs live, in both modes).
+fn note_file_write(raw: *mut RawJniEnv, fd: jobject, i: usize, address: jlong, len: jint) {
+    let Some(n) = fd_number(raw, fd) else { return };
+    let Some(path) = crate::nio::written_path(n) else {
+        return;
+    };
+    let Some(a) = agent() else { return };
+    // SAFETY: the thread's JNIEnv.
+    let Ok(mut env) = (unsafe { jni::JNIEnv::from_raw(raw) }) else {
+        return;
+    };
+    let Some(_inside) = replay_core::guard::HookGuard::enter() else {
+        return;
+    };
+    if !crate::output_turn(a, &mut env) {
+        return;
+    }
+    if i == WRITEV {
+        // SAFETY: the JDK passes `len` iovecs at `address` to writev0.
+        let v = unsafe { iovecs(address, len) };
+        let total = v.iter().map(|x| x.1).sum();
+        a.core.file_written(&path, &unsafe { gather(&v, total) });
+    } else if len > 0 {
+        // SAFETY: `len` bytes to write at `address`.
+        a.core.file_written(&path, unsafe {
+            std::slice::from_raw_parts(address as *const u8, len as usize)
+        });
+    }
 }
 
 unsafe extern "system" fn read0(

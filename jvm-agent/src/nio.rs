@@ -92,6 +92,44 @@ static OPEN: AtomicUsize = AtomicUsize::new(0);
 const O_ACCMODE: jint = 3;
 const O_RDONLY: jint = 0;
 
+/// Descriptors a NIO open for writing gave (`Files.write`, `newOutputStream`,
+/// `newBufferedWriter`, `FileChannel.open(WRITE)`), to their path: what the program writes
+/// through them is summed per path for the end of the run (the core's `file_written`, from
+/// src/net.rs's write wrappers, which see every file dispatcher write).
+static WRITTEN: Mutex<Option<HashMap<jint, String>>> = Mutex::new(None);
+/// Entries in [`WRITTEN`]: while 0 the write and close wrappers look nothing up.
+static OPEN_WRITTEN: AtomicUsize = AtomicUsize::new(0);
+
+fn remember_written(fd: jint, path: String) {
+    if let Ok(mut t) = WRITTEN.lock() {
+        if t.get_or_insert_with(HashMap::new)
+            .insert(fd, path)
+            .is_none()
+        {
+            OPEN_WRITTEN.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+fn forget_written(fd: jint) {
+    if OPEN_WRITTEN.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    if let Ok(mut t) = WRITTEN.lock() {
+        if t.as_mut().and_then(|t| t.remove(&fd)).is_some() {
+            OPEN_WRITTEN.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// The path descriptor `fd` was opened for writing with through NIO, if it was.
+pub(crate) fn written_path(fd: jint) -> Option<String> {
+    if OPEN_WRITTEN.load(Ordering::Acquire) == 0 {
+        return None;
+    }
+    WRITTEN.lock().ok()?.as_ref()?.get(&fd).cloned()
+}
+
 fn remember(fd: jint, stream: jlong) {
     if let Ok(mut t) = FDS.lock() {
         if t.get_or_insert_with(HashMap::new)
@@ -208,10 +246,23 @@ pub unsafe extern "system" fn open0(
     // SAFETY (all the `orig` calls): the saved original of this very native.
     let live = || unsafe { orig::<OpenFn>(NIO_OPEN)(raw, cls, path, flags, mode) };
     run(KINDS[NIO_OPEN], live, |call| {
-        agent()?;
+        let a = agent()?;
         crate::fileio::FILE_EVENT.get()?;
-        if flags & O_ACCMODE != O_RDONLY || path == 0 {
+        if path == 0 {
             return None;
+        }
+        if flags & O_ACCMODE != O_RDONLY {
+            // Live in both modes; its writes are summed by path (see WRITTEN).
+            if !a.core.wants_output() {
+                return None;
+            }
+            let fd = call();
+            if fd >= 0 {
+                // SAFETY: the JDK passes a NUL-terminated path in a native buffer it owns.
+                let name = unsafe { CStr::from_ptr(path as *const c_char) }.to_string_lossy();
+                remember_written(fd, name.into_owned());
+            }
+            return Some(fd);
         }
         // SAFETY: the JDK passes a NUL-terminated path in a native buffer it owns.
         let name = unsafe { CStr::from_ptr(path as *const c_char) }
@@ -275,7 +326,10 @@ fn throw_unix_exception(env: &mut JNIEnv, errno: jint) {
 }
 
 pub unsafe extern "system" fn close0(raw: *mut RawJniEnv, cls: jclass, fd: jint) {
-    guarded("UnixNativeDispatcher.close0", (), || forget(fd));
+    guarded("UnixNativeDispatcher.close0", (), || {
+        forget(fd);
+        forget_written(fd);
+    });
     unsafe { orig::<CloseFn>(NIO_CLOSE)(raw, cls, fd) }
 }
 
@@ -306,6 +360,7 @@ pub unsafe extern "system" fn fd_close0(raw: *mut RawJniEnv, this: jobject) {
         if OPEN.load(Ordering::Acquire) != 0 || crate::children::has_pipes() {
             if let Some(n) = descriptor_number(raw, this) {
                 forget(n);
+                forget_written(n);
                 crate::children::forget(n);
             }
         }
@@ -321,6 +376,7 @@ pub unsafe extern "system" fn cleanup_close0(
 ) {
     guarded("FileCleanable.cleanupClose0", (), || {
         forget(fd);
+        forget_written(fd);
         crate::children::forget(fd);
     });
     unsafe { orig::<CleanupFn>(CLEANUP_CLOSE)(raw, cls, fd, handle) }

@@ -88,9 +88,40 @@ fn output_stream(env: &mut JNIEnv, this: jobject) -> Option<(&'static Agent, Str
     Some((a, Stream::from_fd(n as i64)?))
 }
 
+/// The path of the file `this` (a FileOutputStream) writes, when it was opened by name (the
+/// `path` field; null for a stream on a descriptor).
+fn file_path(env: &mut JNIEnv, this: jobject) -> Option<String> {
+    let a = agent()?;
+    if CLOSED.load(Ordering::Acquire) || !a.core.wants_output() {
+        return None;
+    }
+    static FOS_PATH: OnceLock<JFieldID> = OnceLock::new();
+    let id = fsmeta::field_id(
+        env,
+        &FOS_PATH,
+        "java/io/FileOutputStream",
+        "path",
+        "Ljava/lang/String;",
+    )?;
+    // SAFETY: `this` is a live FileOutputStream (the native's receiver).
+    let this = unsafe { jni::objects::JObject::from_raw(this) };
+    let p = env
+        .get_field_unchecked(&this, id, jni::signature::ReturnType::Object)
+        .and_then(|v| v.l())
+        .ok()
+        .filter(|p| !p.is_null())?;
+    let _ = this.into_raw();
+    let s = jni::objects::JString::from(p);
+    let text = env.get_string(&s).map(String::from).ok();
+    let _ = env.delete_local_ref(s);
+    text
+}
+
 /// Hands one write to the core (`fill` puts its bytes into the buffer; false: they cannot be
 /// read, the original write reports why). A stop verdict ends the process here, before the
-/// write; anything else lets the caller write.
+/// write; anything else lets the caller write. A write into a file opened by name is summed
+/// for the end of the run instead (the core's `file_written`: replay compares what the
+/// program wrote into each file with the recording).
 fn check(raw: *mut RawJniEnv, this: jobject, fill: impl FnOnce(&mut JNIEnv, &mut Vec<u8>) -> bool) {
     guarded("FileOutputStream.write", (), || {
         // SAFETY: the JNIEnv the JVM passed to the native.
@@ -103,6 +134,24 @@ fn check(raw: *mut RawJniEnv, this: jobject, fill: impl FnOnce(&mut JNIEnv, &mut
             return;
         };
         let Some((a, stream)) = output_stream(&mut env, this) else {
+            let Some(path) = file_path(&mut env, this) else {
+                crate::clear_exception(&mut env);
+                return;
+            };
+            let Some(a) = agent() else { return };
+            if !output_turn(a, &mut env) {
+                return;
+            }
+            BYTES.with(|b| {
+                let mut b = b.borrow_mut();
+                b.clear();
+                if fill(&mut env, &mut b) {
+                    a.core.file_written(&path, &b);
+                }
+                if b.capacity() > KEEP {
+                    *b = Vec::new();
+                }
+            });
             return;
         };
         if !output_turn(a, &mut env) {

@@ -59,6 +59,7 @@
 //                           that is the same in both runs for repeated identical operations
 //   ev.opCount(identity)    the counter opKey uses, { n }: a caller that keeps it makes the
 //                           next key as `${identity}#${++count.n}` without the lookup
+//   ev.fileWritten(p, b)    the program wrote Buffer b into file p (compared at replay's end)
 //   ev.stack()              where the program made the current call (for reports)
 //   ev.fail(what, e)        internal error in a hook: disables the addon (every hook restored,
 //                           one line on stderr); record keeps what it has and the program runs on
@@ -232,6 +233,11 @@ function create(native, host) {
     // the end of the replay says how many of each.
     ranLive(what) {
       if (host.mode === 'replay') native.ranLive(what);
+    },
+    // The program wrote `bytes` (a Buffer) into the file `path`: summed per path and compared
+    // at the end of replay with the recording's (the core's file_written).
+    fileWritten(path, bytes) {
+      if (ev.on) native.fileWritten(path, bytes);
     },
     // Runs every module's restore function (once): the addon is off from here on.
     restoreAll() {

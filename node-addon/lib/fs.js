@@ -53,6 +53,27 @@ function pathOf(p) {
   return notInput(s) ? null : s;
 }
 
+// fs.write(Sync)'s bytes: (fd, string[, position[, encoding]]) or (fd, buffer, offset
+// [, length[, position]]) or (fd, buffer[, options]). null when the arguments are not
+// valid (the real call then says why, and nothing is written).
+function fsChunk(data, o, len) {
+  if (typeof data === 'string') return data;
+  if (!ArrayBuffer.isView(data)) return null;
+  let offset = 0;
+  let length;
+  if (o !== null && typeof o === 'object') {
+    if (o.offset !== undefined) offset = o.offset;
+    length = o.length;
+  } else {
+    if (typeof o === 'number') offset = o;
+    if (typeof len === 'number') length = len;
+  }
+  if (length === undefined) length = data.byteLength - offset;
+  if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0) return null;
+  if (offset + length > data.byteLength) return null;
+  return Buffer.from(data.buffer, data.byteOffset + offset, length);
+}
+
 // Node code that calls a function it was handed (promisify, timers, event emitters): a call
 // from there is the program's own call.
 const PASS_THROUGH = new Set([
@@ -412,6 +433,8 @@ function install(ev) {
     promisesLink: [promises, 'link'],
   };
   for (const name of FD_WRITES) SLOTS[name] = [fs, name];
+  SLOTS.writeSync = [fs, 'writeSync'];
+  SLOTS.writevSync = [fs, 'writevSync'];
   if (typeof fs.openAsBlob === 'function') SLOTS.openAsBlob = [fs, 'openAsBlob'];
   const real = {};
   for (const [name, [obj, prop]] of Object.entries(SLOTS)) real[name] = obj[prop];
@@ -1559,6 +1582,9 @@ function install(ev) {
           writable: true,
           value: like(function hook(...callArgs) {
             if (!ev.on || ev.busy || fromNode(hook)) return fn.apply(this, callArgs);
+            if (name === 'write') noteFdWrite('write', where, [null, ...callArgs]);
+            else if (name === 'writev') noteFdWrite('writev', where, [null, ...callArgs]);
+            else if (name === 'writeFile' || name === 'appendFile') noteWrite(where, callArgs[0], writeEncoding(callArgs[1]));
             return ev.orderedPromise(`FileHandle.${name} ${where}`, () => fn.apply(this, callArgs));
           }, fn),
         });
@@ -1882,6 +1908,15 @@ function install(ev) {
   }.copyFile, real.promisesCopyFile);
   hooks.writeFileSync = mutation('writeFileSync', (a) => pathOf(a[0]));
   hooks.appendFileSync = mutation('appendFileSync', (a) => pathOf(a[0]));
+  for (const name of ['writeFileSync', 'appendFileSync']) {
+    const hook = hooks[name];
+    hooks[name] = like({
+      [name](file, data, options) {
+        if (ev.on && !ev.busy) noteWrite(typeof file === 'number' ? writeFds.get(file) : pathOf(file), data, writeEncoding(options));
+        return hook.apply(this, arguments);
+      },
+    }[name], real[name]);
+  }
   hooks.symlinkSync = mutation('symlinkSync', two);
 
   // The asynchronous changes (mkdir, rename, writeFile, ... and their fs.promises forms):
@@ -1904,7 +1939,36 @@ function install(ev) {
   // before its completion. Synchronous calls on them stay live: they keep the program's
   // order.
   const writeFds = new Map();
+
+  // What the program writes into files (by path, as it named them) goes to the core, which
+  // compares replay's with the recording's at the end (ev.fileWritten): a replay that wrote
+  // other bytes into a file is a divergence, not a silent exit 0. Noted at the program's
+  // call, in both modes (not in replay's remaking of a recorded change, which runs busy).
+  // The encoding a string is written in ('utf8' unless the options name a valid one).
+  const writeEncoding = (o) => {
+    const e = encodingOf(o);
+    return e !== '' && Buffer.isEncoding(e) ? e : 'utf8';
+  };
+  const noteWrite = (where, data, enc) => {
+    if (!ev.on || where === null || where === undefined) return;
+    try {
+      if (typeof data === 'string') ev.fileWritten(where, Buffer.from(data, enc || 'utf8'));
+      else if (ArrayBuffer.isView(data)) ev.fileWritten(where, Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    } catch (e) {
+      ev.fail('noting a file write', e);
+    }
+  };
+  // fs.write(fd, ...) / writeSync's bytes (and writev's buffers) on a written descriptor.
+  const noteFdWrite = (name, where, args) => {
+    if (name === 'write' || name === 'writeSync') {
+      const chunk = fsChunk(args[1], args[2], args[3]);
+      if (chunk !== null) noteWrite(where, chunk, typeof chunk === 'string' && typeof args[3] === 'string' ? args[3] : 'utf8');
+    } else if ((name === 'writev' || name === 'writevSync') && Array.isArray(args[1])) {
+      for (const b of args[1]) noteWrite(where, b);
+    }
+  };
   const orderedFdCall = (name, fd, where, self, args) => {
+    noteFdWrite(name, where, args);
     if (name === 'close') writeFds.delete(fd);
     return ev.orderedCall(`${name} fd ${where}`, self, args, real[name]);
   };
@@ -1956,6 +2020,16 @@ function install(ev) {
       return cb.apply(this, arguments);
     };
     return ev.orderedCall(`open ${where}`, self, args, real.open);
+  }
+
+  for (const name of ['writeSync', 'writevSync']) {
+    hooks[name] = like({
+      [name](fd) {
+        const where = writeFds.get(fd);
+        if (where !== undefined && ev.on && !ev.busy) noteFdWrite(name, where, arguments);
+        return real[name].apply(this, arguments);
+      },
+    }[name], real[name]);
   }
 
   for (const name of FD_WRITES) {
@@ -2017,6 +2091,7 @@ function install(ev) {
         const cb = args[args.length - 1];
         const what = ev.on && !ev.busy && typeof cb === 'function' ? input(args) : null;
         if (what === null || fromNode(hooks[name])) return real[name].apply(this, args);
+        if (name === 'writeFile' || name === 'appendFile') noteWrite(what, args[1], writeEncoding(args.length > 3 ? args[2] : undefined));
         const callArgs = args.slice(0, -1);
         return callbackCall(K[name], name, what, this, args, real[name], orNull, (v) => {
           redoLive(sync, callArgs, v);
@@ -2029,6 +2104,7 @@ function install(ev) {
       [name](...args) {
         const what = ev.on && !ev.busy ? input(args) : null;
         if (what === null || fromNode(hooks[promisesName])) return real[promisesName].apply(this, args);
+        if (name === 'writeFile' || name === 'appendFile') noteWrite(what, args[1], writeEncoding(args[2]));
         return promiseCall(K[promisesName], `promises.${name}`, what, () => real[promisesName].apply(this, args),
           orNull, (v) => {
             redoLive(sync, args, v);
@@ -2199,4 +2275,4 @@ function hookJsonRequire(ev) {
   });
 }
 
-module.exports = { install };
+module.exports = { install, fsChunk };

@@ -18,6 +18,7 @@
 // happen in record only).
 
 const fs = require('fs');
+const { fsChunk } = require('./fs.js');
 
 // The hook looks like the real function: name, length and own properties (fs.write's
 // custom promisify arguments, for util.promisify).
@@ -228,27 +229,6 @@ function install(ev, native, host) {
       }, desc.get),
     });
     restorers.push(() => Object.defineProperty(process, name, desc));
-  }
-
-  // fs.write(Sync)'s bytes: (fd, string[, position[, encoding]]) or (fd, buffer, offset
-  // [, length[, position]]) or (fd, buffer[, options]). null when the arguments are not
-  // valid (the real call then says why, and nothing is written).
-  function fsChunk(data, o, len) {
-    if (typeof data === 'string') return data;
-    if (!ArrayBuffer.isView(data)) return null;
-    let offset = 0;
-    let length;
-    if (o !== null && typeof o === 'object') {
-      if (o.offset !== undefined) offset = o.offset;
-      length = o.length;
-    } else {
-      if (typeof o === 'number') offset = o;
-      if (typeof len === 'number') length = len;
-    }
-    if (length === undefined) length = data.byteLength - offset;
-    if (!Number.isInteger(offset) || !Number.isInteger(length) || offset < 0 || length < 0) return null;
-    if (offset + length > data.byteLength) return null;
-    return Buffer.from(data.buffer, data.byteOffset + offset, length);
   }
 
   for (const name of ['writeSync', 'write']) {

@@ -417,6 +417,18 @@ pub fn exit_status(code: i32) -> Res<()> {
     })
 }
 
+/// The program wrote `data` into the file `path` (lib/fs.js): summed per path, compared at
+/// the end of replay with the recording's ([`replay_core::session::Core::file_written`]).
+#[napi]
+pub fn file_written(path: String, data: Uint8Array) -> Res<()> {
+    guarded(|| {
+        if let Some(a) = active()? {
+            a.core.file_written(&path, &data);
+        }
+        Ok(())
+    })
+}
+
 /// What the JS side counts as let run live by rule ([`ran_live`]); the core keeps static
 /// names. Whether replay sees nothing of what it does (its own output goes to the inherited
 /// stdout, its reads are not replayed): then a replay that did not diverge says so at its end.

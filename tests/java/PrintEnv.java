@@ -4,7 +4,7 @@
  * prints nothing and exits with status X; "throw" ends with an uncaught exception naming it
  * (the JVM prints the trace through System.err); "bytes" writes it through a
  * FileOutputStream on FileDescriptor.out, one byte at a time for its last part; "child"
- * has a child process print it to the inherited stdout, out of the agent's sight. */
+ * has a child print it to the inherited stdout, out of the agent's sight; "files" files. */
 public class PrintEnv {
     public static void main(String[] args) throws Exception {
         String mode = args.length > 0 ? args[0] : "out";
@@ -27,6 +27,14 @@ public class PrintEnv {
                 out.write(b);
             }
             out.write('\n');
+        } else if (mode.equals("files")) {
+            // X only in files: through a FileWriter (FileOutputStream by name) and NIO.
+            try (java.io.FileWriter w = new java.io.FileWriter("io.txt")) {
+                w.write("io X=" + x + "\n");
+            }
+            java.nio.file.Files.writeString(java.nio.file.Paths.get("nio.txt"), "nio " + x.length() + "\n");
+            java.nio.file.Files.write(java.nio.file.Paths.get("same.txt"), java.util.List.of("fixed"));
+            System.out.println("written");
         } else if (mode.equals("child")) {
             new ProcessBuilder("sh", "-c", "echo child X=$X").inheritIO().start().waitFor();
             System.out.println("parent done");

@@ -347,3 +347,52 @@ fs.readFile(data, 'utf8', function check(err, d) {
   assert.strictEqual(rep.stderr, rec.stderr);
   assert.strictEqual(rep.code, 1);
 });
+
+test('what the program writes into files is compared too: another byte in a file is a divergence at exit', () => {
+  // Every way of writing a file (writeFileSync, appendFile, a write stream, fs.write on an
+  // opened descriptor, a FileHandle), with a value no hook covers (the environment, outside
+  // the launcher) going only into files: replay printed the same and exited 0 with other
+  // file contents. The sums per path go into the log's trailer and are compared at exit.
+  const t = setup('files', `
+const fs = require('fs');
+const fsp = require('fs/promises');
+const x = process.env.X;
+fs.writeFileSync('a.txt', 'sync ' + Date.now() + '\\n');
+fs.appendFile('a.txt', 'appended\\n', () => {
+  const s = fs.createWriteStream('b.txt');
+  s.write('stream ' + Math.random() + '\\n');
+  s.end('end\\n', () => {
+    const fd = fs.openSync('c.txt', 'w');
+    fs.write(fd, 'fd X=' + x + '\\n', () => {
+      fs.closeSync(fd);
+      fsp.open('d.txt', 'w').then(async (fh) => {
+        await fh.write(Buffer.from('handle\\n'));
+        await fh.close();
+        console.log('done');
+      });
+    });
+  });
+});
+`);
+  const rec = runNode('record', t.log, t.app, { env: { X: 'one' } });
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'done\n');
+  if (cli()) {
+    const info = require('child_process').spawnSync(cli(), ['info', t.log, '--json'], { encoding: 'utf8' });
+    const files = JSON.parse(info.stdout).files_written;
+    assert.deepStrictEqual(files.map((f) => f.path), ['a.txt', 'b.txt', 'c.txt', 'd.txt']);
+    assert.deepStrictEqual([files[0].bytes, files[2].bytes, files[3].bytes], [28, 9, 7]);
+  }
+  const same = runNode('replay', t.log, t.app, { env: { X: 'one' } });
+  assert.strictEqual(same.code, 0, same.stderr);
+  assert.strictEqual(same.stderr, '');
+
+  const rep = runNode('replay', t.log, t.app, { env: { X: 'two' } });
+  assert.strictEqual(rep.code, 86, rep.stderr);
+  assert.strictEqual(rep.stdout, 'done\n');
+  assert.match(rep.stderr, /DIVERGENCE: the program wrote other bytes into c\.txt than the recording \(9 bytes, as recorded, with another checksum\)/);
+  assert.match(rep.stderr, /policy abort: exiting with status 86/);
+  const off = runNode('replay', t.log, t.app, { env: { X: 'three!', ...OUTPUT_OFF } });
+  assert.strictEqual(off.code, 0, off.stderr);
+  assert.strictEqual(off.stderr, '');
+});

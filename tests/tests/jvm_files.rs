@@ -329,8 +329,10 @@ fn child_processes_with_piped_output_replay_without_running() {
 fn natives_of_the_programs_own_libraries_are_named_at_the_end_of_a_replay() {
     // A JNI library reads a file with C's stdio: no hook sees it, so a replay after the file
     // changed runs with the new content. The program prints only "done" (what it read goes
-    // to a file), so the output check cannot see it either: the replay must say that the
-    // program's own natives ran unrecorded instead of passing for faithful.
+    // to a file): with the file unchanged the replay says that the program's own natives ran
+    // unrecorded instead of passing for faithful; with it changed, the file the program
+    // wrote differs from the recording's, a divergence at exit naming the file and the
+    // natives.
     for jdk in jdks() {
         let lib_dir = tempfile::tempdir().unwrap();
         let lib = lib_dir.path().join("libnative_read.so");
@@ -367,7 +369,6 @@ fn natives_of_the_programs_own_libraries_are_named_at_the_end_of_a_replay() {
             &args,
         );
         assert_eq!(ok(&o, "record"), "done\n", "{}", name(jdk));
-        std::fs::write(dir.path().join("in.txt"), "edited").unwrap();
         let o = java(
             jdk,
             dir.path(),
@@ -379,6 +380,25 @@ fn natives_of_the_programs_own_libraries_are_named_at_the_end_of_a_replay() {
         assert_eq!(ok(&o, "replay"), "done\n", "{}", name(jdk));
         assert!(
             o.stderr.contains("replay could not check everything")
+                && o.stderr
+                    .contains("native methods of the program's own libraries"),
+            "{}: {}",
+            name(jdk),
+            o.stderr
+        );
+        std::fs::write(dir.path().join("in.txt"), "edited").unwrap();
+        let o = java(
+            jdk,
+            dir.path(),
+            &flags,
+            Some(&mode("replay")),
+            "NativeRead",
+            &args,
+        );
+        assert_eq!(o.code(), 86, "{}: {}", name(jdk), o.stderr);
+        assert!(
+            o.stderr
+                .contains("the program wrote 6 bytes into out.txt; the recording wrote 8")
                 && o.stderr
                     .contains("native methods of the program's own libraries"),
             "{}: {}",

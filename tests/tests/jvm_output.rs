@@ -239,3 +239,39 @@ fn a_child_printing_to_the_inherited_stdout_is_replayed_from_the_recording() {
         assert!(!err.contains("could not check"), "{}: {err}", name(jdk));
     }
 }
+
+#[test]
+fn what_the_program_writes_into_files_is_compared_at_exit() {
+    // X goes only into files: replay printed the same and exited 0 with other file contents.
+    // What the program writes into each file (FileOutputStream by name, NIO channels) is
+    // summed in the log's trailer and compared at exit.
+    for jdk in jdks() {
+        let (rec, same) = record_then_replay(jdk, &["files"], "one", "");
+        assert_eq!(ok(&rec, "record"), "written\n", "{}", name(jdk));
+        assert_eq!(ok(&same, "replay"), "written\n", "{}", name(jdk));
+        assert!(same.stderr.is_empty(), "{}: {}", name(jdk), same.stderr);
+
+        let (_, rep) = record_then_replay(jdk, &["files"], "two", "");
+        assert_eq!(rep.code(), 86, "{}: {}", name(jdk), rep.stderr);
+        assert!(
+            rep.stderr.contains(
+                "the program wrote other bytes into io.txt than the recording (9 bytes, as recorded, with another checksum)"
+            ),
+            "{}: {}",
+            name(jdk),
+            rep.stderr
+        );
+        let (_, longer) = record_then_replay(jdk, &["files"], "three", "");
+        assert_eq!(longer.code(), 86, "{}: {}", name(jdk), longer.stderr);
+        assert!(
+            longer
+                .stderr
+                .contains("the program wrote 11 bytes into io.txt; the recording wrote 9"),
+            "{}: {}",
+            name(jdk),
+            longer.stderr
+        );
+        let (_, off) = record_then_replay(jdk, &["files"], "two", ",verify-output=off");
+        assert_eq!(ok(&off, "replay"), "written\n", "{}", name(jdk));
+    }
+}

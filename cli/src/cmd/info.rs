@@ -97,9 +97,9 @@ pub fn run(a: Args) -> Res<u8> {
         .collect();
     let h = reader.header();
     // The program's exit status, when the front end told the recorder (a clean close only).
-    let exit = match reader.end() {
-        Some(replay_core::End::Complete(t)) => t.exit_status,
-        _ => None,
+    let (exit, files) = match reader.end() {
+        Some(replay_core::End::Complete(t)) => (t.exit_status, t.files.clone()),
+        _ => (None, Vec::new()),
     };
     let per_event = (events > 0).then(|| size as f64 / events as f64);
 
@@ -124,6 +124,7 @@ pub fn run(a: Args) -> Res<u8> {
                 "options": h.options.iter().map(|(k, v)| serde_json::json!([k, v])).collect::<Vec<_>>(),
             },
             "exit_status": exit,
+            "files_written": files,
             "events": events,
             "chunks": chunks,
             "file_size": size,
@@ -163,6 +164,18 @@ pub fn run(a: Args) -> Res<u8> {
         )?;
         if let Some(code) = exit {
             outln!(out, "exit:      {code}")?;
+        }
+        if !files.is_empty() {
+            outln!(out, "written:   {} files (compared in replay)", files.len())?;
+            for f in &files {
+                outln!(
+                    out,
+                    "  {:>10}  {} (crc32c {:08x})",
+                    f.bytes,
+                    f.path,
+                    f.crc32c
+                )?;
+            }
         }
         outln!(out, "events:    {events}")?;
         outln!(out, "chunks:    {chunks}")?;

@@ -18,7 +18,8 @@
 //! poll(2) in that thread.
 //!
 //! The replay front ends write their own lines to the program's stderr, starting with
-//! `replay: `. Those lines are neither recorded nor compared (a note in replay that the record
+//! `replay: ` (in stdout too, where a script merged the two). Those lines are neither
+//! recorded nor compared (a note in replay that the record
 //! run did not print must not count as a difference), and a divergence report of the front
 //! end (`replay: DIVERGENCE: ...`) ends the comparison: the program reported itself, and a
 //! second report of the launcher on the report's own text would only bury it.
@@ -926,7 +927,10 @@ fn pump(
         child.stdout.take().map(Pipe::Out),
         child.stderr.take().map(Pipe::Err),
     ];
-    let mut lines = FrontEndLines::default();
+    // Per stream: a script that merges stderr into stdout (`java ... 2>&1`) puts the front
+    // ends' lines (a replay's end-of-run notes) into stdout, where they are no more the
+    // program's than on stderr (kotlinc's wrapper replayed with a difference every time).
+    let mut lines = [FrontEndLines::default(), FrontEndLines::default()];
     // Cleared when the program's front end reported a divergence itself.
     let mut comparing = core.is_some();
     let mut reported = false;
@@ -993,26 +997,21 @@ fn pump(
             let Some(core) = core.filter(|_| comparing) else {
                 continue;
             };
-            let verdict = match stream {
-                Stream::Stdout => core.output(stream, bytes, &|| None),
-                Stream::Stderr => {
-                    let (own, report) = lines.feed(bytes);
-                    // Recording keeps everything but the front end's lines; replay compares
-                    // up to the front end's report and then stops.
-                    let own = match report {
-                        Some(n) if mode == Mode::Replay => {
-                            comparing = false;
-                            reported = true;
-                            &own[..n]
-                        }
-                        _ => &own[..],
-                    };
-                    if own.is_empty() {
-                        Verdict::Live
-                    } else {
-                        core.output(stream, own, &|| None)
-                    }
+            let (own, report) = lines[(stream == Stream::Stderr) as usize].feed(bytes);
+            // Recording keeps everything but the front end's lines; replay compares up to the
+            // front end's report and then stops.
+            let own = match report {
+                Some(n) if mode == Mode::Replay => {
+                    comparing = false;
+                    reported = true;
+                    &own[..n]
                 }
+                _ => &own[..],
+            };
+            let verdict = if own.is_empty() {
+                Verdict::Live
+            } else {
+                core.output(stream, own, &|| None)
             };
             if let Verdict::Stop(code) = verdict {
                 // SIGKILL and a wait: the program is gone when the launcher exits. The
@@ -1025,9 +1024,12 @@ fn pump(
         }
     }
     if let Some(core) = core.filter(|_| comparing) {
-        let rest = lines.finish();
-        if !rest.is_empty() {
-            if let Verdict::Stop(code) = core.output(Stream::Stderr, &rest, &|| None) {
+        for (stream, l) in [Stream::Stdout, Stream::Stderr].into_iter().zip(&mut lines) {
+            let rest = l.finish();
+            if rest.is_empty() {
+                continue;
+            }
+            if let Verdict::Stop(code) = core.output(stream, &rest, &|| None) {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Ok(Pumped::Stopped(code));

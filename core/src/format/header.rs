@@ -122,6 +122,16 @@ pub struct TrailerInfo {
     pub threads: u32,
     /// The program's exit status, when the front end told the recorder before closing.
     pub exit_status: Option<i32>,
+    /// What the program wrote into files, per path (schema `FileWritten`), sorted by path.
+    pub files: Vec<FileWritten>,
+}
+
+/// The bytes a program wrote into one file, over all its writes (schema `FileWritten`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FileWritten {
+    pub path: String,
+    pub bytes: u64,
+    pub crc32c: u32,
 }
 
 impl TrailerInfo {
@@ -137,6 +147,15 @@ impl TrailerInfo {
             if let Some(s) = self.exit_status {
                 t.set_exit_known(true);
                 t.set_exit_status(s);
+            }
+            if !self.files.is_empty() {
+                let mut list = t.init_files(self.files.len() as u32);
+                for (i, f) in self.files.iter().enumerate() {
+                    let mut e = list.reborrow().get(i as u32);
+                    e.set_path(f.path.as_str());
+                    e.set_bytes(f.bytes);
+                    e.set_crc32c(f.crc32c);
+                }
             }
         }
         capnp::serialize::write_message_to_words(&msg)
@@ -156,6 +175,24 @@ impl TrailerInfo {
             file_crc32c: t.get_file_crc32c(),
             threads: t.get_threads(),
             exit_status: t.get_exit_known().then(|| t.get_exit_status()),
+            files: match t.get_files() {
+                Ok(list) => {
+                    let mut v = Vec::with_capacity(list.len() as usize);
+                    for f in list.iter() {
+                        v.push(FileWritten {
+                            path: f
+                                .get_path()
+                                .map_err(bad)?
+                                .to_string()
+                                .map_err(|e| bad(e.into()))?,
+                            bytes: f.get_bytes(),
+                            crc32c: f.get_crc32c(),
+                        });
+                    }
+                    v
+                }
+                Err(e) => return Err(bad(e)),
+            },
         })
     }
 }

@@ -35,7 +35,7 @@ pub use batch::{
     record_size, BatchBuilder, Chunk, DecodedBatch, DecodedRun, PayloadRef, RunBuilder, RunCursor,
 };
 pub use frame::{FrameHeader, FrameType};
-pub use header::{HeaderInfo, TrailerInfo};
+pub use header::{FileWritten, HeaderInfo, TrailerInfo};
 
 /// The magic line. Its number is the format generation, checked before anything else.
 pub const MAGIC_PREFIX: &[u8] = b"REPLAY-LOG ";
