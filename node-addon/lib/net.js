@@ -83,7 +83,10 @@ function redactKey(ev) {
   if (env) {
     key = Buffer.from(env, 'utf8');
   } else {
-    const dir = path.join(process.env.XDG_CONFIG_HOME || path.join(os.homedir(), '.config'), 'replay');
+    // Under ev.live, like everything here: os.homedir() is a hooked call, and an event of
+    // the addon's own in the program's stream was left over in every replay of a response
+    // with a Set-Cookie header (superagent, needle) where XDG_CONFIG_HOME was not set.
+    const dir = ev.live(() => path.join(process.env.XDG_CONFIG_HOME || path.join(os.homedir(), '.config'), 'replay'));
     const file = path.join(dir, 'redact.key');
     try {
       key = ev.live(() => {
@@ -110,7 +113,7 @@ function redactKey(ev) {
     }
   }
   if (key === null) {
-    key = crypto.randomBytes(32);
+    key = ev.live(() => crypto.randomBytes(32));
     notice(ev, `replay: no redaction key (${why}; set REPLAY_REDACT_KEY): redacted header values in this log cannot be checked by any replay\n`);
   }
   const id = crypto.createHmac('sha256', key).update('replay redaction key id').digest('hex').slice(0, 8);

@@ -538,3 +538,36 @@ const get = (family) => new Promise((resolve) => {
   assert.strictEqual(rep.stderr, '');
   assert.strictEqual(rep.stdout, rec.stdout);
 });
+
+test('a redacted response replays without XDG_CONFIG_HOME (the key under the home directory)', async () => {
+  // The redaction key's directory came from os.homedir(), a hooked call made outside
+  // ev.live: an event of the addon's own, left over in every replay of a response with a
+  // Set-Cookie header when XDG_CONFIG_HOME was not set (superagent, needle).
+  const dir = tmpdir('replay-redact-home');
+  const app = script(dir, 'client.js', `
+const http = require('http');
+http.get({ host: '127.0.0.1', port: Number(process.argv[2]), path: '/login' }, (r) => {
+  let b = '';
+  r.on('data', (d) => (b += d));
+  r.on('end', () => console.log(r.statusCode, b, typeof r.headers['set-cookie'][0]));
+});
+`);
+  const server = http.createServer((req, res) => {
+    res.setHeader('Set-Cookie', 'sid=SECRET' + Math.random());
+    res.end('welcome');
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = String(server.address().port);
+  const env = { XDG_CONFIG_HOME: '', HOME: dir };
+  const log = `${dir}/app.replay`;
+  const rec = await runNodeAsync('record', log, app, { args: [port], env });
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, '200 welcome string\n');
+  assert.ok(fs.existsSync(`${dir}/.config/replay/redact.key`));
+  const rep = runNode('replay', log, app, { args: [port], env });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
