@@ -419,3 +419,24 @@ fn opening_a_file_for_writing_between_clock_reads_is_no_divergence() {
         assert_replays(jdk, &r, &[], "ClockThenWrite", &["out.bin"]);
     }
 }
+
+#[test]
+fn free_space_replays_as_recorded_after_the_disk_filled() {
+    // getUsableSpace/getFreeSpace/getTotalSpace ran live: 5 MB more on the disk between the
+    // runs made the replay diverge (or write another number into a file).
+    for jdk in jdks() {
+        let r = record(jdk, "Space", &[], |_| {});
+        assert_eq!(
+            r.kinds.get("java.io.UnixFileSystem.getSpace"),
+            Some(&3),
+            "{}: {:?}",
+            name(jdk),
+            r.kinds
+        );
+        // Synced, so the blocks are taken now (not at a delayed allocation).
+        let mut filler = std::fs::File::create(r.dir.path().join("filler.bin")).unwrap();
+        std::io::Write::write_all(&mut filler, &vec![7u8; 32 << 20]).unwrap();
+        filler.sync_all().unwrap();
+        assert_replays(jdk, &r, &[], "Space", &[]);
+    }
+}
