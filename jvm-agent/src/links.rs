@@ -107,9 +107,12 @@ fn record(c: &Call, i: usize, digest: u64, failed: Option<(i32, Option<Vec<u8>>)
     crate::record_direct(c.a, kind(c.a, i), 0, Some(digest), payload);
 }
 
-/// Replay: the recorded outcome of kind `i`: `Ok(bytes)` or `Err((errno, description))`;
-/// `None`: run live (policy went live, or a payload of another shape).
-fn replay(c: &mut Call, i: usize, digest: u64) -> Option<Result<Vec<u8>, (i64, Vec<u8>)>> {
+/// A recorded answer: its bytes, or the failure (errno, or -1, and the description).
+type Answer = Result<Vec<u8>, (i64, Vec<u8>)>;
+
+/// Replay: the recorded outcome of kind `i`; `None`: run live (policy went live, or a
+/// payload of another shape).
+fn replay(c: &mut Call, i: usize, digest: u64) -> Option<Answer> {
     let a = c.a;
     let env = std::cell::RefCell::new(&mut c.env);
     let stack = || java_stack(a, &mut env.borrow_mut());

@@ -64,7 +64,7 @@ fn run_measured(cmd: &Command) -> (i32, String, i64) {
 fn write_log(path: &Path, header: &HeaderInfo, f: impl FnOnce(&mut LogWriter)) {
     let mut w = LogWriter::create(path, header, false).unwrap();
     f(&mut w);
-    w.finish(1, Some(0)).unwrap();
+    w.finish(1, Some(0), Vec::new()).unwrap();
 }
 
 /// A chunk of thread 0 ("main", string 1) with events of kind `kind` (string 2), numbered
