@@ -215,3 +215,40 @@ fn hostname() -> String {
     let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
     String::from_utf8_lossy(&buf[..end]).into_owned()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The files a program wrote survive the trailer's encoding; a trailer without any (an
+    /// older writer's) reads back with none.
+    #[test]
+    fn trailer_files_round_trip() {
+        let t = TrailerInfo {
+            events: 7,
+            chunks: 2,
+            end_time_unix_ns: 5,
+            file_crc32c: 9,
+            threads: 3,
+            exit_status: Some(2),
+            files: vec![
+                FileWritten {
+                    path: "a/b.txt".into(),
+                    bytes: 12,
+                    crc32c: 0xdead_beef,
+                },
+                FileWritten {
+                    path: "c".into(),
+                    bytes: 0,
+                    crc32c: 0,
+                },
+            ],
+        };
+        assert_eq!(TrailerInfo::decode(&t.encode(), 0).unwrap(), t);
+        let old = TrailerInfo {
+            files: Vec::new(),
+            ..t.clone()
+        };
+        assert_eq!(TrailerInfo::decode(&old.encode(), 0).unwrap().files, vec![]);
+    }
+}
