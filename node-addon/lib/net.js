@@ -41,8 +41,10 @@
 // user's config dir, see redactKey), so a value cannot be found by guessing from the log
 // alone; a replay with the same key and secret matches, another secret diverges. Replay with
 // another key (another machine) cannot check the redacted values: it says so once and does
-// not check the writes that hold them. A replayed response carries the placeholder in place
-// of a recorded Set-Cookie value.
+// not check the writes that hold them. Cookies are redacted value by value, as
+// `NAME=redacted-hmac-<key id>-<16 hex>` (attributes kept): a replayed response carries that
+// cookie in place of a recorded Set-Cookie value, a cookie jar keeps it, and the Cookie header
+// the client then sends with it is checked as recorded.
 //
 // TLS through a proxy tunnel (tls.connect({ socket }) over a connection recorded here, as
 // https-proxy-agent does): recorded above the encryption too, see tunnel() below.
@@ -129,6 +131,10 @@ function notice(ev, line) {
   }
 }
 
+// What a redacted cookie value holds (redactor's cookieMark).
+const COOKIE_PLACEHOLDER = /^redacted-hmac-[0-9a-f]{8}-[0-9a-f]{16}$/;
+const MARKED = /\[redacted hmac:|redacted-hmac-[0-9a-f]{8}-/;
+
 function redactor(ev) {
   const names = ['authorization', 'proxy-authorization', 'cookie', 'set-cookie'];
   for (const n of String(process.env.REPLAY_REDACT || '').split(',')) {
@@ -184,9 +190,33 @@ function redactor(ev) {
     }
     return false;
   };
+  // Cookies are redacted value by value, with a placeholder a cookie may hold: the whole
+  // `Set-Cookie` header as `[redacted ...]` was no cookie at all (cookie jars rejected it in
+  // replay, on stderr), and the `Cookie` a client then sends holds the replayed placeholder,
+  // which stays as it is (the recorded write held the placeholder of the same secret).
+  const cookieMark = (value) => {
+    if (COOKIE_PLACEHOLDER.test(value)) return value;
+    if (key === null) key = redactKey(ev);
+    const tag = crypto.createHmac('sha256', key.key).update(value, 'latin1').digest('hex').slice(0, 16);
+    return `redacted-hmac-${key.id}-${tag}`;
+  };
+  const cookiePair = (pair) => {
+    const eq = pair.indexOf('=');
+    if (eq < 0) return pair;
+    const v = pair.slice(eq + 1).trim();
+    return v === '' ? pair : `${pair.slice(0, eq + 1)}${cookieMark(v)}`;
+  };
   const replace = (s) => {
     re.lastIndex = 0;
-    return s.replace(re, (_, pre, name, sep, value) => pre + name + sep + mark(value));
+    return s.replace(re, (_, pre, name, sep, value) => {
+      const n = name.toLowerCase();
+      if (n === 'set-cookie') {
+        const semi = value.indexOf(';');
+        return pre + name + sep + (semi < 0 ? cookiePair(value) : cookiePair(value.slice(0, semi)) + value.slice(semi));
+      }
+      if (n === 'cookie') return pre + name + sep + value.split(';').map((p, i) => (i ? ' ' : '') + cookiePair(p.trim())).join(';');
+      return pre + name + sep + mark(value);
+    });
   };
   // Bytes in, bytes out (latin1 keeps every byte); the same Buffer when nothing matched.
   const bytes = (buf) => {
@@ -691,7 +721,7 @@ function install(ev) {
   // placeholder cannot be checked (its recorded digest covers the recorded tag), the others
   // still are.
   function checkWrite(c, key, red) {
-    const marked = red.includes('[redacted hmac:');
+    const marked = MARKED.test(red);
     if (marked) redact.announce();
     const input = marked && redact.unchecked ? null : `${key} ${red}`;
     if (!replaying) {
