@@ -71,9 +71,15 @@ process.stdin.on('end', () => console.log('end', process.env.GREETING, 'API_TOKE
 const JAVA: &str = r#"
 public class Inputs {
     public static void main(String[] a) throws Exception {
-        byte[] b = new byte[65536];
-        int n;
-        while ((n = System.in.read(b)) > 0) System.out.println("chunk " + new String(b, 0, n));
+        if (a.length > 0) {
+            // Another stream on FileDescriptor.in, read whole (jline reads stdin so).
+            byte[] all = new java.io.FileInputStream(java.io.FileDescriptor.in).readAllBytes();
+            if (all.length > 0) System.out.println("chunk " + new String(all));
+        } else {
+            byte[] b = new byte[65536];
+            int n;
+            while ((n = System.in.read(b)) > 0) System.out.println("chunk " + new String(b, 0, n));
+        }
         System.out.println("end " + System.getenv("GREETING") + " " + (System.getenv("API_TOKEN") != null));
     }
 }
@@ -170,6 +176,7 @@ fn a_jvm_in_a_script_gets_its_recorded_stdin() {
     for (name, script) in [
         ("redirect", "java -cp . Inputs < data.txt"),
         ("pipe", "cat data.txt | java -cp . Inputs"),
+        ("descriptor", "java -cp . Inputs fd < data.txt"),
     ] {
         std::fs::write(dir.join("data.txt"), "from the file\n").unwrap();
         let rec = dir.join(name);

@@ -888,9 +888,17 @@ fn tag_stream(c: &mut Call, this: jobject, open: usize, id: jlong) -> bool {
 /// the number of the NIO open that gave the FileDescriptor its descriptor.
 fn stream_for(raw: *mut RawJniEnv, this: jobject, i: usize) -> Option<jlong> {
     stream_of(this).or_else(|| {
-        ((NIO_READ..=NIO_SEEK).contains(&i) || i == NIO_AVAILABLE || i == NIO_IS_OTHER)
-            .then(|| nio::stream_of_descriptor(raw, this))
-            .flatten()
+        if (NIO_READ..=NIO_SEEK).contains(&i) || i == NIO_AVAILABLE || i == NIO_IS_OTHER {
+            nio::stream_of_descriptor(raw, this)
+        } else if matches!(
+            i,
+            READ | READ_BYTES | AVAILABLE | SKIP | LENGTH | POSITION | IS_REGULAR
+        ) {
+            // Another stream on a replayed stdin (src/stdin.rs).
+            crate::stdin::shared(raw, this)
+        } else {
+            None
+        }
     })
 }
 

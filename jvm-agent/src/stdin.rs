@@ -15,9 +15,40 @@ use jni::objects::{JObject, JValueOwned};
 use jni::JNIEnv;
 use replay_core::session::Session;
 use replay_core::{Payload, PayloadRef};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 const KIND: &str = "java.lang.System.in";
+
+/// The stream number `System.in` was tagged with (0: none). Another FileInputStream on
+/// `FileDescriptor.in` (jline's, `new FileInputStream(FileDescriptor.in)`) reads the same
+/// stdin: [`shared`] gives it the same number at its first call.
+static STDIN_STREAM: AtomicI64 = AtomicI64::new(0);
+
+/// The stream number of `this`, an untagged FileInputStream, when it reads the tagged
+/// `FileDescriptor.in` (then `this` is tagged too); costs nothing while stdin is not tagged.
+pub(crate) fn shared(raw: *mut jni::sys::JNIEnv, this: jni::sys::jobject) -> Option<i64> {
+    let id = STDIN_STREAM.load(Ordering::Acquire);
+    if id == 0 || this.is_null() {
+        return None;
+    }
+    let a = agent()?;
+    // SAFETY: the thread's JNIEnv; `this` is the native's receiver, a FileInputStream.
+    let mut env = unsafe { JNIEnv::from_raw(raw) }.ok()?;
+    let this = unsafe { JObject::from_raw(this) };
+    let fd = env
+        .get_field(&this, "fd", "Ljava/io/FileDescriptor;")
+        .and_then(JValueOwned::l)
+        .ok();
+    clear_exception(&mut env);
+    let fd = fd.filter(|f| !f.is_null())?;
+    let tagged = a.jvmti.tag(fd.as_raw()).ok() == Some(id);
+    let _ = env.delete_local_ref(fd);
+    if !tagged {
+        return None;
+    }
+    a.jvmti.set_tag(this.as_raw(), id).ok()?;
+    Some(id)
+}
 
 /// Whether fd 0 is another stdin than the one `REPLAY_STDIN` names (none named: false).
 fn own_stdin() -> bool {
@@ -94,8 +125,8 @@ fn tag(env: &mut JNIEnv, id: i64) -> bool {
             .get_field(&fis, "fd", "Ljava/io/FileDescriptor;")
             .and_then(JValueOwned::l)
             .ok()?;
-        if !fd.is_null() {
-            let _ = a.jvmti.set_tag(fd.as_raw(), id);
+        if !fd.is_null() && a.jvmti.set_tag(fd.as_raw(), id).is_ok() {
+            STDIN_STREAM.store(id, Ordering::Release);
         }
         Some(true)
     })();
