@@ -6,14 +6,17 @@
 
 use crate::fileio::{begin, run};
 use crate::{apply, java_stack};
-use jni::sys::{jint, jlong, jobject, JNIEnv as RawJniEnv};
+use jni::sys::{jclass, jint, jlong, jobject, JNIEnv as RawJniEnv};
 use replay_core::session::Session;
 use replay_core::{Payload, PayloadRef};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
+const OS: &str = "Lcom/sun/management/internal/OperatingSystemImpl;";
+const THREADS: &str = "Lsun/management/ThreadImpl;";
+
 /// (owner, native name, descriptor, event kind), in the order of [`ORIG`].
-const NATIVES: [(&str, &str, &str, &str); 6] = [
+const NATIVES: [(&str, &str, &str, &str); 16] = [
     (
         "Lsun/management/VMManagementImpl;",
         "getUptime0",
@@ -53,14 +56,81 @@ const NATIVES: [(&str, &str, &str, &str); 6] = [
         "()I",
         "java.lang.Runtime.availableProcessors",
     ),
+    // `com.sun.management.OperatingSystemMXBean`'s and `ThreadMXBean`'s figures of this
+    // process and machine: read live, they went into a program's reports (CPU time spent,
+    // free memory), other in every replay.
+    (
+        OS,
+        "getProcessCpuTime0",
+        "()J",
+        "com.sun.management.OperatingSystemMXBean.getProcessCpuTime",
+    ),
+    (
+        OS,
+        "getFreeMemorySize0",
+        "()J",
+        "com.sun.management.OperatingSystemMXBean.getFreeMemorySize",
+    ),
+    (
+        OS,
+        "getTotalMemorySize0",
+        "()J",
+        "com.sun.management.OperatingSystemMXBean.getTotalMemorySize",
+    ),
+    (
+        OS,
+        "getFreeSwapSpaceSize0",
+        "()J",
+        "com.sun.management.OperatingSystemMXBean.getFreeSwapSpaceSize",
+    ),
+    (
+        OS,
+        "getTotalSwapSpaceSize0",
+        "()J",
+        "com.sun.management.OperatingSystemMXBean.getTotalSwapSpaceSize",
+    ),
+    (
+        OS,
+        "getCommittedVirtualMemorySize0",
+        "()J",
+        "com.sun.management.OperatingSystemMXBean.getCommittedVirtualMemorySize",
+    ),
+    (
+        OS,
+        "getOpenFileDescriptorCount0",
+        "()J",
+        "com.sun.management.UnixOperatingSystemMXBean.getOpenFileDescriptorCount",
+    ),
+    // Static, with the thread id (0: the calling thread) as the input digest.
+    (
+        THREADS,
+        "getThreadTotalCpuTime0",
+        "(J)J",
+        "java.lang.management.ThreadMXBean.getThreadCpuTime",
+    ),
+    (
+        THREADS,
+        "getThreadUserCpuTime0",
+        "(J)J",
+        "java.lang.management.ThreadMXBean.getThreadUserTime",
+    ),
+    (
+        THREADS,
+        "getThreadAllocatedMemory0",
+        "(J)J",
+        "com.sun.management.ThreadMXBean.getThreadAllocatedBytes",
+    ),
 ];
 /// The index of `availableProcessors`, the one `()I` native.
 const PROCESSORS: usize = 5;
+/// The first of the static `(J)J` natives.
+const PER_THREAD: usize = 13;
 static ORIG: [AtomicPtr<c_void>; NATIVES.len()] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; NATIVES.len()];
 
 type LongFn = unsafe extern "system" fn(*mut RawJniEnv, jobject) -> jlong;
 type IntFn = unsafe extern "system" fn(*mut RawJniEnv, jobject) -> jint;
+type ThreadFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jlong) -> jlong;
 
 /// The native's index in [`NATIVES`].
 fn index(owner: &str, name: &str, sig: &str) -> Option<usize> {
@@ -93,47 +163,77 @@ fn wrapper(i: usize) -> *mut c_void {
         2 => free_memory as LongFn as *mut c_void,
         3 => total_memory as LongFn as *mut c_void,
         4 => max_memory as LongFn as *mut c_void,
-        _ => processors as IntFn as *mut c_void,
+        PROCESSORS => processors as IntFn as *mut c_void,
+        6 => os::<6> as LongFn as *mut c_void,
+        7 => os::<7> as LongFn as *mut c_void,
+        8 => os::<8> as LongFn as *mut c_void,
+        9 => os::<9> as LongFn as *mut c_void,
+        10 => os::<10> as LongFn as *mut c_void,
+        11 => os::<11> as LongFn as *mut c_void,
+        12 => os::<12> as LongFn as *mut c_void,
+        13 => per_thread::<13> as ThreadFn as *mut c_void,
+        14 => per_thread::<14> as ThreadFn as *mut c_void,
+        _ => per_thread::<15> as ThreadFn as *mut c_void,
     }
 }
 
+/// `OperatingSystemImpl`'s `()J` natives, by their index.
+unsafe extern "system" fn os<const I: usize>(raw: *mut RawJniEnv, this: jobject) -> jlong {
+    value(raw, this, I, 0)
+}
+
+/// `ThreadImpl`'s static `(J)J` natives, by their index; `id` is the thread asked about.
+unsafe extern "system" fn per_thread<const I: usize>(
+    raw: *mut RawJniEnv,
+    cls: jclass,
+    id: jlong,
+) -> jlong {
+    value(raw, cls, I, id)
+}
+
 unsafe extern "system" fn uptime0(raw: *mut RawJniEnv, this: jobject) -> jlong {
-    value(raw, this, 0)
+    value(raw, this, 0, 0)
 }
 
 unsafe extern "system" fn startup_time(raw: *mut RawJniEnv, this: jobject) -> jlong {
-    value(raw, this, 1)
+    value(raw, this, 1, 0)
 }
 
 unsafe extern "system" fn free_memory(raw: *mut RawJniEnv, this: jobject) -> jlong {
-    value(raw, this, 2)
+    value(raw, this, 2, 0)
 }
 
 unsafe extern "system" fn total_memory(raw: *mut RawJniEnv, this: jobject) -> jlong {
-    value(raw, this, 3)
+    value(raw, this, 3, 0)
 }
 
 unsafe extern "system" fn max_memory(raw: *mut RawJniEnv, this: jobject) -> jlong {
-    value(raw, this, 4)
+    value(raw, this, 4, 0)
 }
 
 unsafe extern "system" fn processors(raw: *mut RawJniEnv, this: jobject) -> jint {
-    value(raw, this, PROCESSORS) as jint
+    value(raw, this, PROCESSORS, 0) as jint
 }
 
-fn value(raw: *mut RawJniEnv, this: jobject, i: usize) -> jlong {
+/// One call of native `i` (`arg`: a per-thread native's thread id, 0 for the others, the
+/// event's input digest): record its value, or replay the recorded one.
+fn value(raw: *mut RawJniEnv, this: jobject, i: usize, arg: jlong) -> jlong {
     let live = || {
         let p = ORIG[i].load(Ordering::Acquire);
-        // SAFETY: the JVM's own implementation of NATIVES[i] (an instance native of that
-        // descriptor), stored at its bind before this wrapper could be called.
+        // SAFETY: the JVM's own implementation of NATIVES[i] (a native of that descriptor:
+        // the receiver or class, and for the per-thread ones the id), stored at its bind
+        // before this wrapper could be called.
         unsafe {
             if i == PROCESSORS {
                 jlong::from(std::mem::transmute::<*mut c_void, IntFn>(p)(raw, this))
+            } else if i >= PER_THREAD {
+                std::mem::transmute::<*mut c_void, ThreadFn>(p)(raw, this, arg)
             } else {
                 std::mem::transmute::<*mut c_void, LongFn>(p)(raw, this)
             }
         }
     };
+    let digest = (i >= PER_THREAD).then(|| replay_core::digest(&[&arg.to_le_bytes()]));
     run(NATIVES[i].3, live, |call| {
         let mut c = begin(raw)?;
         let a = c.a;
@@ -145,7 +245,7 @@ fn value(raw: *mut RawJniEnv, this: jobject, i: usize) -> jlong {
                     a,
                     kind,
                     0,
-                    None,
+                    digest,
                     PayloadRef::Ret {
                         ret: r,
                         errno: 0,
@@ -157,7 +257,7 @@ fn value(raw: *mut RawJniEnv, this: jobject, i: usize) -> jlong {
             Session::Replay(_) => {
                 let env = std::cell::RefCell::new(&mut c.env);
                 let stack = || java_stack(a, &mut env.borrow_mut());
-                let e = apply(a.core.replay(kind, 0, None, &stack))?;
+                let e = apply(a.core.replay(kind, 0, digest, &stack))?;
                 match e.payload {
                     Payload::Ret { ret, .. } => Some(ret),
                     _ => None,

@@ -896,3 +896,23 @@ fn jvm_uptime_and_start_time_replay() {
         assert!(replayed.stderr.trim().is_empty(), "{}", replayed.stderr);
     }
 }
+
+/// CPU times and memory figures from the management beans (thread and process CPU time, free
+/// memory, committed virtual memory) differ from run to run: read live, a program reporting
+/// them printed or wrote other numbers in every replay.
+#[test]
+fn cpu_times_and_memory_figures_replay_as_recorded() {
+    for jdk in jdks() {
+        let r = replay_tests::jvm::record(jdk, "CpuTimes", &[], |_| {});
+        for k in [
+            "java.lang.management.ThreadMXBean.getThreadCpuTime",
+            "com.sun.management.OperatingSystemMXBean.getProcessCpuTime",
+            "com.sun.management.OperatingSystemMXBean.getFreeMemorySize",
+        ] {
+            assert!(r.kinds.contains_key(k), "{}: {k}: {:?}", name(jdk), r.kinds);
+        }
+        let live = ok(&java(jdk, r.dir.path(), &[], None, "CpuTimes", &[]), "live");
+        assert_ne!(live, r.out, "{}: live runs differ", name(jdk));
+        replay_tests::jvm::assert_replays(jdk, &r, &[], "CpuTimes", &[]);
+    }
+}
