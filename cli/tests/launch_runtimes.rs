@@ -488,9 +488,8 @@ import java.io.File;
 public class Hidden {
     public static void main(String[] a) throws Exception {
         if (a.length > 0) {
-            // The thread's CPU time: an input no hook covers.
-            System.out.println("child " + java.lang.management.ManagementFactory.getThreadMXBean()
-                .getCurrentThreadCpuTime());
+            // The process's start instant as the system tells it: an input no hook covers.
+            System.out.println("child " + ProcessHandle.current().info().startInstant());
             return;
         }
         String java = System.getProperty("java.home") + "/bin/java";
@@ -579,6 +578,55 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
+
+#[test]
+fn a_jvm_sees_none_of_the_tools_variables_and_its_child_is_still_recorded() {
+    // REPLAY_MODE is `record` in one run and `replay` in the other, REPLAY_TREE_CLAIMS a fresh
+    // name each run: a program writing its environment out (ant's `<property environment>`
+    // into junit reports) wrote other bytes in every replay. A child given an environment
+    // of its own through ProcessBuilder.environment() still gets them, and its own log.
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(
+        dir,
+        "Main.java",
+        r#"
+public class Main {
+    public static void main(String[] a) throws Exception {
+        String tool = System.getenv().keySet().stream().filter(k -> k.startsWith("REPLAY_")).sorted().toList()
+            + " " + System.getenv("REPLAY_MODE");
+        if (a.length > 0) {
+            System.out.println("child " + System.getenv("GIVEN") + " " + tool + " " + System.currentTimeMillis() % 7);
+            return;
+        }
+        System.out.println("parent " + tool);
+        ProcessBuilder pb = new ProcessBuilder(System.getProperty("java.home") + "/bin/java", "-cp", ".", "Main", "c");
+        pb.environment().put("GIVEN", "yes");
+        System.out.println("child exit " + pb.inheritIO().start().waitFor());
+    }
+}
+"#,
+    );
+    javac(dir);
+    let rec = dir.join("rec");
+    let r = run(
+        dir,
+        &["record", "-o", p(&rec), "--", "java", "-cp", ".", "Main"],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.starts_with("parent [] null\nchild yes [] null "),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(
+        processes(dir, &rec),
+        [("1".into(), "jvm".into()), ("1.1".into(), "jvm".into())]
+    );
+    let again = run(dir, &["replay", p(&rec), "--", "java", "-cp", ".", "Main"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.stdout, r.stdout, "{}", again.stderr);
+}
 
 #[test]
 fn front_end_lines_a_script_merges_into_stdout_are_not_compared() {

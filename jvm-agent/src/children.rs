@@ -41,6 +41,7 @@ use replay_core::session::{Session, SIDE_KINDS};
 use replay_core::{Appender, FieldValue, Payload, Record};
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -467,6 +468,52 @@ fn stand_in(
 
 /// `java.lang.ProcessImpl.forkAndExec`: a child process starts.
 #[allow(clippy::too_many_arguments)]
+/// A child's own environment block (`name=value\0` entries; null: it inherits this
+/// process's) with this process's `REPLAY_*` variables added where it has none: the program
+/// never saw them (src/environ.rs), so `ProcessBuilder.environment()` left them out, and the
+/// child must still find its log.
+fn with_control_vars(raw: *mut RawJniEnv, envb: jobject, envc: jint) -> (jobject, jint) {
+    let unchanged = (envb, envc);
+    if envb.is_null() || agent().is_none() {
+        return unchanged;
+    }
+    let ours: Vec<Vec<u8>> = std::env::vars_os()
+        .filter(|(k, _)| k.as_bytes().starts_with(crate::environ::PREFIX))
+        .map(|(k, v)| [k.as_bytes(), b"=", v.as_bytes(), b"\0"].concat())
+        .collect();
+    if ours.is_empty() {
+        return unchanged;
+    }
+    // SAFETY: the calling thread's JNIEnv; `envb` is the call's byte[] argument.
+    let Ok(mut env) = (unsafe { JNIEnv::from_raw(raw) }) else {
+        return unchanged;
+    };
+    let arr = unsafe { JByteArray::from_raw(envb) };
+    let Ok(mut block) = env.convert_byte_array(&arr) else {
+        crate::clear_exception(&mut env);
+        return unchanged;
+    };
+    let _ = arr.into_raw();
+    let has = |entry: &[u8]| {
+        let name = &entry[..=entry.iter().position(|&b| b == b'=').unwrap_or(0)];
+        block.split(|&b| b == 0).any(|e| e.starts_with(name))
+    };
+    let missing: Vec<&Vec<u8>> = ours.iter().filter(|e| !has(e)).collect();
+    if missing.is_empty() {
+        return unchanged;
+    }
+    for e in &missing {
+        block.extend_from_slice(e);
+    }
+    match env.byte_array_from_slice(&block) {
+        Ok(b) => (b.into_raw(), envc + missing.len() as jint),
+        Err(_) => {
+            crate::clear_exception(&mut env);
+            unchanged
+        }
+    }
+}
+
 pub unsafe extern "system" fn fork_and_exec(
     raw: *mut RawJniEnv,
     this: jobject,
@@ -481,6 +528,9 @@ pub unsafe extern "system" fn fork_and_exec(
     fds: jobject,
     redirect: jboolean,
 ) -> jint {
+    let (envb, envc) = crate::guarded("ProcessImpl.forkAndExec", (envb, envc), || {
+        with_control_vars(raw, envb, envc)
+    });
     // SAFETY (both calls): the saved original of this very native, with the JVM's arguments
     // or a stand-in's program and arguments.
     let start = |prog: jobject, args: jobject, argc: jint| unsafe {

@@ -433,6 +433,8 @@ pub unsafe extern "C" fn on_native_bind(
             *new_address = w;
         } else if let Some(w) = crate::links::bind(&owner, &name, &sig, address) {
             *new_address = w;
+        } else if let Some(w) = crate::environ::bind(&owner, &name, &sig, address) {
+            *new_address = w;
         } else if !JDK_PACKAGES.iter().any(|p| owner.starts_with(p)) {
             // A native of the program's own libraries (JRuby's and other jnr/jffi users'
             // libc calls, sqlite-jdbc, netty's epoll): whatever it reads runs live, beyond
@@ -488,7 +490,8 @@ pub fn bind_early(env: &mut JNIEnv) {
         if (index_of(&owner, &name, &sig).is_some()
             || crate::mgmt::hooked(&owner, &name, &sig)
             || crate::pid::hooked(&owner, &name, &sig)
-            || crate::links::hooked(&owner, &name, &sig))
+            || crate::links::hooked(&owner, &name, &sig)
+            || crate::environ::hooked(&owner, &name, &sig))
             && !classes.contains(&owner)
         {
             classes.push(owner);

@@ -30,6 +30,7 @@ mod context;
 mod copy;
 mod drain;
 mod entropy;
+mod environ;
 mod fileio;
 mod fsmeta;
 mod http;
