@@ -966,8 +966,11 @@ public final class ReplayHooks {
      * replay fills them in without running it (nor taking its lock).
      */
     public static void prngNextBytes(Object io, byte[] bytes) {
-        if (mode == 2 && bytes != null && prngReplay0(bytes, 0)) {
-            return;
+        if (mode == 2 && bytes != null) {
+            prngWarm(io);
+            if (prngReplay0(bytes, 0)) {
+                return;
+            }
         }
         Object saved = mode == 1 ? liveBegin() : null;
         try {
@@ -980,9 +983,43 @@ public final class ReplayHooks {
         }
     }
 
+    /** The NativePRNG instances {@link #prngWarm} ran once (compared by ==: no hash taken). */
+    private static final Object[] prngWarmed = new Object[8];
+    private static final Object prngWarmLock = new Object();
+
+    /**
+     * Replay: the first call on an instance runs the real one once, its bytes dropped. Its
+     * first call sets the instance up (the SHA1PRNG it mixes in, the provider lookups), and
+     * that takes identity hashes from the calling thread's sequence: skipped, every later
+     * {@code Object.toString()} and identity-keyed set of that thread came out other than
+     * recorded after a UUID.randomUUID() or a temporary file's name.
+     */
+    private static void prngWarm(Object io) {
+        synchronized (prngWarmLock) {
+            for (int i = 0; i < prngWarmed.length; i++) {
+                if (prngWarmed[i] == io) {
+                    return;
+                }
+                if (prngWarmed[i] == null) {
+                    prngWarmed[i] = io;
+                    break;
+                }
+            }
+        }
+        // With this thread's clock hooks live, as record runs it (its buffer's expiry reads
+        // currentTimeMillis).
+        Object saved = liveBegin();
+        try {
+            prngCall0(io, new byte[1]);
+        } finally {
+            liveEnd(saved);
+        }
+    }
+
     /** NativePRNG's {@code INSTANCE.implGenerateSeed(n)}, as {@link #prngNextBytes}. */
     public static byte[] prngGenerateSeed(Object io, int n) {
         if (mode == 2 && n >= 0) {
+            prngWarm(io);
             byte[] b = new byte[n];
             if (prngReplay0(b, 1)) {
                 return b;
