@@ -49,7 +49,7 @@ const DISPATCHER: &[&str] = &[
 ];
 
 /// Number of wrapped natives.
-pub const COUNT: usize = 56;
+pub const COUNT: usize = 58;
 
 /// The wrapped natives, in kind order: (declaring classes, names on JDK 17 / later JDKs,
 /// descriptor).
@@ -158,6 +158,10 @@ const NATIVES: [(&[&str], &[&str], &str); COUNT] = [
     (DISPATCHER, &["force0"], "(Ljava/io/FileDescriptor;Z)I"),
     // `File.getTotalSpace/getFreeSpace/getUsableSpace` (src/fsmeta.rs).
     (UFS, &["getSpace", "getSpace0"], "(Ljava/io/File;I)J"),
+    // A RandomAccessFile's writes (ImageIO writes through one): summed per file for the end
+    // of the run, never events (src/output.rs `raf_write_bytes`).
+    (RAF, &["writeBytes", "writeBytes0"], "([BII)V"),
+    (RAF, &["write0"], "(I)V"),
 ];
 
 /// Kind names, indexed like [`NATIVES`].
@@ -220,6 +224,8 @@ pub const KINDS: [&str; COUNT] = [
     "sun.nio.fs.UnixNativeDispatcher.rename",
     "sun.nio.ch.FileDispatcher.force",
     "java.io.UnixFileSystem.getSpace",
+    "java.io.RandomAccessFile.writeBytes",
+    "java.io.RandomAccessFile.write",
 ];
 const OPEN: usize = 0;
 const READ: usize = 1;
@@ -277,6 +283,8 @@ pub(crate) const NIO_RMDIR: usize = 52;
 pub(crate) const NIO_RENAME: usize = 53;
 pub(crate) const NIO_FORCE: usize = 54;
 pub(crate) const META_SPACE: usize = 55;
+pub(crate) const RAF_WRITE_BYTES: usize = 56;
+pub(crate) const RAF_WRITE: usize = 57;
 /// `RandomAccessFile`'s mode bit for "r": only read-only opens are events (a file opened for
 /// writing must really be open in replay, so it stays live).
 const RAF_O_RDONLY: jint = 1;
@@ -364,6 +372,8 @@ fn wrapper(i: usize) -> *mut c_void {
         NIO_RENAME => nio::rename0 as nio::RenameFn as *mut c_void,
         NIO_FORCE => nio::force0 as nio::ForceFn as *mut c_void,
         META_SPACE => fsmeta::space as fsmeta::SpaceFn as *mut c_void,
+        RAF_WRITE_BYTES => output::raf_write_bytes as output::RafWriteBytesFn as *mut c_void,
+        RAF_WRITE => output::raf_write as output::RafWriteFn as *mut c_void,
         _ => crate::children::fork_and_exec as crate::children::ForkFn as *mut c_void,
     }
 }

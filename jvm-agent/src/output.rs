@@ -18,7 +18,7 @@
 //! `Shutdown.exit`) all pass `java.lang.Shutdown.halt0`, before VMDeath closes the log. When
 //! `main` just returns, the launcher decides 0 or 1 after VMDeath: nothing is compared then.
 
-use crate::fileio::{orig, HALT, OUT_WRITE, OUT_WRITE_BYTES};
+use crate::fileio::{orig, HALT, OUT_WRITE, OUT_WRITE_BYTES, RAF_WRITE, RAF_WRITE_BYTES};
 use crate::{agent, apply, fsmeta, guarded, java_stack, output_turn, Agent};
 use jni::objects::JFieldID;
 use jni::sys::{jboolean, jbyteArray, jclass, jint, jobject, JNIEnv as RawJniEnv};
@@ -33,6 +33,9 @@ pub type WriteBytesFn =
     unsafe extern "system" fn(*mut RawJniEnv, jobject, jbyteArray, jint, jint, jboolean);
 pub type WriteFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jint, jboolean);
 pub type HaltFn = unsafe extern "system" fn(*mut RawJniEnv, jclass, jint);
+pub type RafWriteBytesFn =
+    unsafe extern "system" fn(*mut RawJniEnv, jobject, jbyteArray, jint, jint);
+pub type RafWriteFn = unsafe extern "system" fn(*mut RawJniEnv, jobject, jint);
 
 /// Set at VMDeath before the session closes: later writes (a daemon thread still printing)
 /// are not events.
@@ -241,4 +244,94 @@ fn clear_pending(env: &mut JNIEnv) -> bool {
         return true;
     }
     false
+}
+
+/// The path a RandomAccessFile was opened with (its `path` field).
+fn raf_path(env: &mut JNIEnv, this: jobject) -> Option<String> {
+    let a = agent()?;
+    if CLOSED.load(Ordering::Acquire) || !a.core.wants_output() {
+        return None;
+    }
+    static RAF_PATH: OnceLock<JFieldID> = OnceLock::new();
+    let id = fsmeta::field_id(
+        env,
+        &RAF_PATH,
+        "java/io/RandomAccessFile",
+        "path",
+        "Ljava/lang/String;",
+    )?;
+    // SAFETY: `this` is a live RandomAccessFile (the native's receiver).
+    let this = unsafe { jni::objects::JObject::from_raw(this) };
+    let p = env
+        .get_field_unchecked(&this, id, jni::signature::ReturnType::Object)
+        .and_then(|v| v.l())
+        .ok()
+        .filter(|p| !p.is_null())?;
+    let _ = this.into_raw();
+    let s = jni::objects::JString::from(p);
+    let text = env.get_string(&s).map(String::from).ok();
+    let _ = env.delete_local_ref(s);
+    text
+}
+
+/// A RandomAccessFile write: its bytes are summed for its path (the core's `file_written`),
+/// as a FileOutputStream's are; the write runs live in both modes.
+fn raf_note(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    bytes: impl FnOnce(&mut JNIEnv) -> Option<Vec<u8>>,
+) {
+    guarded("RandomAccessFile.write", (), || {
+        // SAFETY: the JNIEnv the JVM passed to the native.
+        let Ok(mut env) = (unsafe { JNIEnv::from_raw(raw) }) else {
+            return;
+        };
+        let Some(_inside) = HookGuard::enter() else {
+            return;
+        };
+        let Some(path) = raf_path(&mut env, this) else {
+            crate::clear_exception(&mut env);
+            return;
+        };
+        let Some(a) = agent() else { return };
+        if !output_turn(a, &mut env) {
+            return;
+        }
+        match bytes(&mut env) {
+            Some(b) => a.core.file_written(&path, &b),
+            None => {
+                crate::clear_exception(&mut env);
+            }
+        }
+    })
+}
+
+/// `RandomAccessFile.writeBytes(byte[], int, int)` (JDK 21+: `writeBytes0`).
+pub unsafe extern "system" fn raf_write_bytes(
+    raw: *mut RawJniEnv,
+    this: jobject,
+    bytes: jbyteArray,
+    off: jint,
+    len: jint,
+) {
+    if len > 0 && off >= 0 && !bytes.is_null() {
+        raf_note(raw, this, |env| {
+            let mut b = vec![0i8; len as usize];
+            // SAFETY: the native's byte[] argument; JNI checks the region's bounds and throws
+            // (cleared above) instead of copying.
+            let arr = unsafe { jni::objects::JByteArray::from_raw(bytes) };
+            let r = env.get_byte_array_region(&arr, off, &mut b).ok();
+            let _ = arr.into_raw();
+            r.map(|_| b.into_iter().map(|x| x as u8).collect())
+        });
+    }
+    // SAFETY: the saved original of this very native.
+    unsafe { orig::<RafWriteBytesFn>(RAF_WRITE_BYTES)(raw, this, bytes, off, len) }
+}
+
+/// `RandomAccessFile.write(int)`: one byte.
+pub unsafe extern "system" fn raf_write(raw: *mut RawJniEnv, this: jobject, byte: jint) {
+    raf_note(raw, this, |_| Some(vec![byte as u8]));
+    // SAFETY: the saved original of this very native.
+    unsafe { orig::<RafWriteFn>(RAF_WRITE)(raw, this, byte) }
 }

@@ -34,6 +34,10 @@ public class PrintEnv {
             }
             java.nio.file.Files.writeString(java.nio.file.Paths.get("nio.txt"), "nio " + x.length() + "\n");
             java.nio.file.Files.write(java.nio.file.Paths.get("same.txt"), java.util.List.of("fixed"));
+            try (java.io.RandomAccessFile raf = new java.io.RandomAccessFile("raf.bin", "rw")) {
+                raf.write(x.getBytes());
+                raf.write('\n');
+            }
             System.out.println("written");
         } else if (mode.equals("child")) {
             new ProcessBuilder("sh", "-c", "echo child X=$X").inheritIO().start().waitFor();

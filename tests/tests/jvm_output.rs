@@ -271,6 +271,28 @@ fn what_the_program_writes_into_files_is_compared_at_exit() {
             name(jdk),
             longer.stderr
         );
+        // A RandomAccessFile's writes are summed too (ImageIO writes through one).
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("raf.replay");
+        let rec = print_env(
+            jdk,
+            dir.path(),
+            &format!("record,log={}", log.display()),
+            &["files"],
+            "one",
+        );
+        ok(&rec, "record");
+        let info = replay_tests::run(
+            std::process::Command::new(replay_tests::repo().join("target/release/replay"))
+                .arg("info")
+                .arg(&log),
+        );
+        assert!(
+            text(&info.stdout).contains(" raf.bin (crc32c "),
+            "{}: {}",
+            name(jdk),
+            text(&info.stdout)
+        );
         let (_, off) = record_then_replay(jdk, &["files"], "two", ",verify-output=off");
         assert_eq!(ok(&off, "replay"), "written\n", "{}", name(jdk));
     }
