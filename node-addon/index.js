@@ -40,7 +40,7 @@ const QUEUE_BYTES = 1 << 20;
 const OUT_MERGE = 64 << 10;
 
 // Hook modules under lib/, installed in this order when present.
-const MODULES = ['fs', 'crypto', 'net', 'dns', 'os', 'watch', 'testrun', 'ipc', 'pool'];
+const MODULES = ['fs', 'crypto', 'net', 'dns', 'os', 'watch', 'testrun', 'ipc', 'pool', 'codecache'];
 
 // The program as the core names it in the log (a log recorded by another program is refused):
 // the script, or what runs without one.

@@ -96,3 +96,34 @@ u.bind(0, '127.0.0.1', () => u.send('ping', u.address().port, '127.0.0.1'));
   assert.match(rep.stderr, /\nreplay: warning: sockets on a file-system path are not recorded: [^\n]*\n/);
   assert.match(rep.stderr, /could not check everything: ran live \(1 UDP socket, 2 unix socket\)/);
 });
+
+test("V8's code cache bytes are the recorded ones, so a cache file written from them is too", () => {
+  // createCachedData and a Script made with produceCachedData give other bytes every run for
+  // the same code (v8-compile-cache writes them into .BLOB files for ts-node): the file
+  // check of every replay failed on them.
+  const dir = tmpdir('replay-code-cache');
+  const app = script(dir, 'app.js', `
+const vm = require('vm');
+const fs = require('fs');
+const code = '(function (a) { return a * 2 + ' + 'Math.max(1, 2); })';
+const s = new vm.Script(code, { filename: 'x.js' });
+fs.writeFileSync('a.blob', s.createCachedData());
+const t = new vm.Script(code, { filename: 'y.js', produceCachedData: true });
+fs.writeFileSync('b.blob', t.cachedData || Buffer.alloc(0));
+const u = new vm.Script(code, { filename: 'y.js', cachedData: t.cachedData });
+console.log(typeof t.cachedDataProduced, typeof u.cachedDataRejected, t instanceof vm.Script, vm.Script.name);
+`);
+  const log = path.join(dir, 'app.replay');
+  const rec = runNode('record', log, app);
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.strictEqual(rec.stdout, 'boolean boolean true Script\n');
+  const blobs = () => ['a.blob', 'b.blob'].map((f) => fs.readFileSync(path.join(dir, f)).toString('hex'));
+  const recorded = blobs();
+  for (let i = 0; i < 2; i++) {
+    const rep = runNode('replay', log, app);
+    assert.strictEqual(rep.code, 0, rep.stderr);
+    assert.strictEqual(rep.stderr, '');
+    assert.strictEqual(rep.stdout, rec.stdout);
+    assert.deepStrictEqual(blobs(), recorded);
+  }
+});
