@@ -231,6 +231,15 @@ function installWorker() {
       configurable: true,
     });
     ev = events.create(native, host);
+    // Writes fed from memory shared with another thread (pino's transports: thread-stream
+    // hands the log lines over through a SharedArrayBuffer) are split by that thread's timing,
+    // which replay does not reproduce: such a worker's writes to files run live, unordered,
+    // as before lib/fs.js ordered them (see writeFds there).
+    try {
+      ev.sharedMemory = sharesMemory(require('worker_threads').workerData, 3);
+    } catch (_) {
+      ev.sharedMemory = false;
+    }
     require('./lib/stacks.js').guard(Error);
     const file = path.join(__dirname, 'lib', 'fs.js');
     if (ev.live(() => fs.existsSync(file))) require(file).install(ev);

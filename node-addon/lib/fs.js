@@ -1968,7 +1968,11 @@ function install(ev) {
     return e !== '' && Buffer.isEncoding(e) ? e : 'utf8';
   };
   const noteWrite = (where, data, enc) => {
-    if (!ev.on || where === null || where === undefined) return;
+    // A worker fed through shared memory (index.js) writes what another thread handed it,
+    // when that thread's timing says (pino's transports flush at the worker's exit, before or
+    // after the hooks end): its writes are not compared, as the memory is not (said at the
+    // end of the replay).
+    if (!ev.on || ev.sharedMemory || where === null || where === undefined) return;
     try {
       if (typeof data === 'string') ev.fileWritten(where, Buffer.from(data, enc || 'utf8'));
       else if (ArrayBuffer.isView(data)) ev.fileWritten(where, Buffer.from(data.buffer, data.byteOffset, data.byteLength));
@@ -1988,6 +1992,8 @@ function install(ev) {
   const orderedFdCall = (name, fd, where, self, args) => {
     noteFdWrite(name, where, args);
     if (name === 'close') writeFds.delete(fd);
+    // A worker fed through shared memory (index.js): live, in whatever order.
+    if (ev.sharedMemory) return real[name].apply(self, args);
     return ev.orderedCall(`${name} fd ${where}`, self, args, real[name]);
   };
 
@@ -2020,6 +2026,9 @@ function install(ev) {
   // fs.open for writing, by the program or by Node's code: live in both modes, completed in
   // the recorded order, the descriptor then in writeFds.
   function openWrite(self, args, where) {
+    // A worker fed through shared memory (index.js): its files' opens and writes race the
+    // thread that feeds it and the worker's end; live, as before they were ordered.
+    if (ev.sharedMemory) return real.open.apply(self, args);
     const at = args.length - 1;
     const cb = args[at];
     const flags = at > 1 ? args[1] : undefined;
