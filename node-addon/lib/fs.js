@@ -1586,6 +1586,8 @@ function install(ev) {
   const WRITE_HANDLE_METHODS = ['write', 'writev', 'writeFile', 'appendFile', 'sync', 'datasync', 'truncate', 'chmod',
     'chown', 'utimes', 'close', 'stat', 'read', 'readv', 'readFile'];
   function openWriteHandle(self, args, where) {
+    // A worker fed through shared memory: live, as openWrite says.
+    if (ev.sharedMemory) return real.promisesOpen.apply(self, args);
     const open = () => real.promisesOpen.apply(self, args).catch((e) => {
       const flags = args[1];
       if (!replaying || !e || e.code !== 'EEXIST' || typeof flags !== 'string') throw e;
