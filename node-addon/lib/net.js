@@ -615,6 +615,7 @@ function install(ev) {
       closed: false,
       fake: replaying,
       accepted: false, // a connection a server of the program accepted
+      ownLookup: false, // replay: a lookup function of the program's emits its `lookup` events
       out: '', // an accepted connection's written bytes not checked yet (served)
       held: false,
       read: undefined, // replay: bytes fed (bytesRead)
@@ -864,6 +865,14 @@ function install(ev) {
       if (v.t === 'c' || v.t === 'x') servedOpen.delete(c);
     }
     switch (v.t) {
+      case 'l':
+        // A lookup function of the program's emitted its own in this replay (replayLookup).
+        if (!c.ownLookup && Array.isArray(v.a)) {
+          const [err, address, family, host] = v.a;
+          real.emit.call(sock, 'lookup', err, address === null ? undefined : address,
+            family === null ? undefined : family, host === null ? undefined : host);
+        }
+        return true;
       case 'k':
         sock.connecting = false;
         setNames(sock, v.r, v.l);
@@ -944,6 +953,7 @@ function install(ev) {
   function replayLookup(sock, options) {
     const plan = lookupPlan(options);
     if (plan === null) return;
+    sock[CONN].ownLookup = true;
     const { host, dnsopts, all } = plan;
     const lookup = options.lookup;
     const call = () => {
@@ -1192,6 +1202,14 @@ function install(ev) {
           const k = { t: 'k', ...names(this) };
           if (c.secure) noteConn(c, k, false);
           else note(c, k);
+        } else if (name === 'lookup') {
+          // The host name's address as Node's lookup gave it (got's timings listen for it):
+          // replay emits it at its place (deliver).
+          const err = arguments[1];
+          const v = { t: 'l', a: [err ? err : null, arguments[2] === undefined ? null : arguments[2],
+            arguments[3] === undefined ? null : arguments[3], arguments[4] === undefined ? null : arguments[4]] };
+          if (c.secure) noteConn(c, v, false);
+          else note(c, v);
         } else if (name === 'secureConnect' && c.secure) {
           noteConn(c, { t: 's', i: handshake(this) }, true);
         } else if (name === 'error') {

@@ -618,3 +618,32 @@ const get = (path, headers) => new Promise((resolve) => http.get({ host: '127.0.
   assert.strictEqual(rep.stderr, '');
   assert.strictEqual(rep.stdout, rec.stdout);
 });
+
+test("a connection by host name emits its recorded 'lookup' events in replay (got's timings)", async () => {
+  // Node emits 'lookup' when it resolved the host name; replay never did, and got@9's timing
+  // listener read the clock there (update-notifier diverged every time).
+  const dir = tmpdir('replay-lookup-event');
+  const app = script(dir, 'client.js', `
+const http = require('http');
+const req = http.get({ host: 'localhost', port: Number(process.argv[2]), path: '/' }, (res) => {
+  res.resume();
+  res.on('end', () => console.log('status', res.statusCode));
+});
+req.on('socket', (s) => s.on('lookup', (err, address, family, host) => {
+  console.log('lookup', err, typeof address, family === 4 || family === 6, host, Date.now() > 0);
+}));
+`);
+  const server = http.createServer((q, s) => s.end('hello'));
+  await new Promise((resolve) => server.listen(0, resolve));
+  const port = String(server.address().port);
+  const log = `${dir}/app.replay`;
+  const rec = await runNodeAsync('record', log, app, { args: [port] });
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  assert.strictEqual(rec.code, 0, rec.stderr);
+  assert.match(rec.stdout, /^lookup null string true localhost true\n(lookup null string true localhost true\n)?status 200\n$/);
+  const rep = runNode('replay', log, app, { args: [port] });
+  assert.strictEqual(rep.code, 0, rep.stderr);
+  assert.strictEqual(rep.stderr, '');
+  assert.strictEqual(rep.stdout, rec.stdout);
+});
