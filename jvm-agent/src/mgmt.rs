@@ -16,7 +16,7 @@ const OS: &str = "Lcom/sun/management/internal/OperatingSystemImpl;";
 const THREADS: &str = "Lsun/management/ThreadImpl;";
 
 /// (owner, native name, descriptor, event kind), in the order of [`ORIG`].
-const NATIVES: [(&str, &str, &str, &str); 16] = [
+const NATIVES: [(&str, &str, &str, &str); 19] = [
     (
         "Lsun/management/VMManagementImpl;",
         "getUptime0",
@@ -101,6 +101,25 @@ const NATIVES: [(&str, &str, &str, &str); 16] = [
         "()J",
         "com.sun.management.UnixOperatingSystemMXBean.getOpenFileDescriptorCount",
     ),
+    // Garbage collections and compilation, as monitoring code reports them.
+    (
+        "Lsun/management/GarbageCollectorImpl;",
+        "getCollectionCount",
+        "()J",
+        "java.lang.management.GarbageCollectorMXBean.getCollectionCount",
+    ),
+    (
+        "Lsun/management/GarbageCollectorImpl;",
+        "getCollectionTime",
+        "()J",
+        "java.lang.management.GarbageCollectorMXBean.getCollectionTime",
+    ),
+    (
+        "Lsun/management/VMManagementImpl;",
+        "getTotalCompileTime",
+        "()J",
+        "java.lang.management.CompilationMXBean.getTotalCompilationTime",
+    ),
     // Static, with the thread id (0: the calling thread) as the input digest.
     (
         THREADS,
@@ -124,7 +143,7 @@ const NATIVES: [(&str, &str, &str, &str); 16] = [
 /// The index of `availableProcessors`, the one `()I` native.
 const PROCESSORS: usize = 5;
 /// The first of the static `(J)J` natives.
-const PER_THREAD: usize = 13;
+const PER_THREAD: usize = 16;
 static ORIG: [AtomicPtr<c_void>; NATIVES.len()] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; NATIVES.len()];
 
@@ -171,13 +190,17 @@ fn wrapper(i: usize) -> *mut c_void {
         10 => os::<10> as LongFn as *mut c_void,
         11 => os::<11> as LongFn as *mut c_void,
         12 => os::<12> as LongFn as *mut c_void,
-        13 => per_thread::<13> as ThreadFn as *mut c_void,
-        14 => per_thread::<14> as ThreadFn as *mut c_void,
-        _ => per_thread::<15> as ThreadFn as *mut c_void,
+        13 => os::<13> as LongFn as *mut c_void,
+        14 => os::<14> as LongFn as *mut c_void,
+        15 => os::<15> as LongFn as *mut c_void,
+        16 => per_thread::<16> as ThreadFn as *mut c_void,
+        17 => per_thread::<17> as ThreadFn as *mut c_void,
+        _ => per_thread::<18> as ThreadFn as *mut c_void,
     }
 }
 
-/// `OperatingSystemImpl`'s `()J` natives, by their index.
+/// The instance `()J` natives after `availableProcessors` (the operating system's figures,
+/// garbage collections, compilation), by their index.
 unsafe extern "system" fn os<const I: usize>(raw: *mut RawJniEnv, this: jobject) -> jlong {
     value(raw, this, I, 0)
 }

@@ -14,5 +14,12 @@ public class CpuTimes {
         System.out.println("thread cpu " + t.getCurrentThreadCpuTime() + " user " + t.getCurrentThreadUserTime());
         System.out.println("process cpu " + os.getProcessCpuTime() + " free " + os.getFreeMemorySize()
             + " virtual " + os.getCommittedVirtualMemorySize() + " " + (s > 0));
+        long gcs = 0;
+        long gcTime = 0;
+        for (java.lang.management.GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
+            gcs += gc.getCollectionCount();
+            gcTime += gc.getCollectionTime();
+        }
+        System.out.println("gc " + gcs + " " + gcTime + " compiled " + ManagementFactory.getCompilationMXBean().getTotalCompilationTime());
     }
 }

@@ -908,6 +908,8 @@ fn cpu_times_and_memory_figures_replay_as_recorded() {
             "java.lang.management.ThreadMXBean.getThreadCpuTime",
             "com.sun.management.OperatingSystemMXBean.getProcessCpuTime",
             "com.sun.management.OperatingSystemMXBean.getFreeMemorySize",
+            "java.lang.management.GarbageCollectorMXBean.getCollectionTime",
+            "java.lang.management.CompilationMXBean.getTotalCompilationTime",
         ] {
             assert!(r.kinds.contains_key(k), "{}: {k}: {:?}", name(jdk), r.kinds);
         }
