@@ -691,6 +691,34 @@ pub(crate) struct Outcome {
     pub data: Option<Vec<u8>>,
 }
 
+/// Replays one call of the event kind `kind` (named `name` in a report of a payload of
+/// another shape); `None`: run it live (policy went live, or such a payload).
+pub(crate) fn replay_outcome(c: &mut Call, kind: u32, name: &str, digest: u64) -> Option<Outcome> {
+    let a = c.a;
+    let env = std::cell::RefCell::new(&mut c.env);
+    let stack = || java_stack(a, &mut env.borrow_mut());
+    let e = apply(a.core.replay(kind, 0, Some(digest), &stack))?;
+    match e.payload {
+        Payload::Ret { ret, errno, data } => Some(Outcome {
+            ret,
+            thrown: errno != 0,
+            errno: errno as i64,
+            data: data.map(|d| d.to_vec()),
+        }),
+        other => {
+            crate::internal_error(
+                Some(&mut c.env),
+                &format!(
+                    "event {} ({name}) holds {} instead of a call's outcome",
+                    e.seq,
+                    other.summary()
+                ),
+            );
+            None
+        }
+    }
+}
+
 /// Replays one call of kind `i`; `None` means run it live (no event, or policy said live).
 pub(crate) fn replay_one(c: &mut Call, i: usize, digest: u64) -> Option<Outcome> {
     let env = std::cell::RefCell::new(&mut c.env);

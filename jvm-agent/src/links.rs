@@ -11,11 +11,11 @@
 
 use crate::fileio::{begin_path, pending_exception, run, throw_recorded, Call};
 use crate::nio::{event_path, pending_failure, throw_failure};
-use crate::{agent, apply, clear_exception, java_stack};
+use crate::{agent, clear_exception};
 use jni::objects::{JObject, JString};
 use jni::sys::{jbyteArray, jclass, jlong, jobject, jstring, JNIEnv as RawJniEnv};
 use replay_core::session::Session;
-use replay_core::{Payload, PayloadRef};
+use replay_core::PayloadRef;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::OnceLock;
@@ -113,32 +113,14 @@ type Answer = Result<Vec<u8>, (i64, Vec<u8>)>;
 /// Replay: the recorded outcome of kind `i`; `None`: run live (policy went live, or a
 /// payload of another shape).
 fn replay(c: &mut Call, i: usize, digest: u64) -> Option<Answer> {
-    let a = c.a;
-    let env = std::cell::RefCell::new(&mut c.env);
-    let stack = || java_stack(a, &mut env.borrow_mut());
-    let e = apply(a.core.replay(kind(a, i), 0, Some(digest), &stack))?;
-    match e.payload {
-        Payload::Ret { errno, data, .. } => {
-            let data = data.map(|d| d.to_vec()).unwrap_or_default();
-            Some(if errno != 0 {
-                Err((errno as i64, data))
-            } else {
-                Ok(data)
-            })
-        }
-        other => {
-            crate::internal_error(
-                Some(&mut c.env),
-                &format!(
-                    "event {} ({}) holds {} instead of a call's outcome",
-                    e.seq,
-                    KINDS[i],
-                    other.summary()
-                ),
-            );
-            None
-        }
-    }
+    let k = kind(c.a, i);
+    let o = crate::fileio::replay_outcome(c, k, KINDS[i], digest)?;
+    let data = o.data.unwrap_or_default();
+    Some(if o.thrown {
+        Err((o.errno, data))
+    } else {
+        Ok(data)
+    })
 }
 
 /// realpath0 and readlink0: path in, the answer's bytes out (a `UnixException` on failure).

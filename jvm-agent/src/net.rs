@@ -41,7 +41,7 @@
 //! server's accept of it (its peer port is one of the program's own client sockets).
 
 use crate::fileio::{begin, pending_exception, run, throw_recorded, Call, Outcome};
-use crate::{agent, apply, clear_exception, fsmeta, guarded, java_stack};
+use crate::{agent, clear_exception, fsmeta, guarded};
 use jni::objects::{JByteArray, JFieldID, JObject, JObjectArray, JString, JValue};
 use jni::signature::{Primitive, ReturnType};
 use jni::sys::{
@@ -49,7 +49,7 @@ use jni::sys::{
 };
 use jni::JNIEnv;
 use replay_core::session::Session;
-use replay_core::{Payload, PayloadRef};
+use replay_core::PayloadRef;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicUsize, Ordering};
@@ -380,30 +380,8 @@ fn record(c: &Call, i: usize, digest: u64, ret: i64, thrown: Option<&[u8]>, data
 
 /// Replays one call of kind `i`; `None`: run it live (policy went live).
 fn replay(c: &mut Call, i: usize, digest: u64) -> Option<Outcome> {
-    let a = c.a;
-    let env = std::cell::RefCell::new(&mut c.env);
-    let stack = || java_stack(a, &mut env.borrow_mut());
-    let e = apply(a.core.replay(kind(a, i), 0, Some(digest), &stack))?;
-    match e.payload {
-        Payload::Ret { ret, errno, data } => Some(Outcome {
-            ret,
-            thrown: errno != 0,
-            errno: errno as i64,
-            data: data.map(|d| d.to_vec()),
-        }),
-        other => {
-            crate::internal_error(
-                Some(&mut c.env),
-                &format!(
-                    "event {} ({}) holds {} instead of a call's outcome",
-                    e.seq,
-                    KINDS[i],
-                    other.summary()
-                ),
-            );
-            None
-        }
-    }
+    let k = kind(c.a, i);
+    crate::fileio::replay_outcome(c, k, KINDS[i], digest)
 }
 
 /// A call on an event socket returning a number (poll, pollConnect, localPort, available).

@@ -91,22 +91,20 @@ fn output_stream(env: &mut JNIEnv, this: jobject) -> Option<(&'static Agent, Str
     Some((a, Stream::from_fd(n as i64)?))
 }
 
-/// The path of the file `this` (a FileOutputStream) writes, when it was opened by name (the
-/// `path` field; null for a stream on a descriptor).
-fn file_path(env: &mut JNIEnv, this: jobject) -> Option<String> {
+/// The path a FileOutputStream or RandomAccessFile (`class`, its field ID cached in `cache`)
+/// was opened with: its `path` field (null for a stream on a descriptor).
+fn path_field(
+    env: &mut JNIEnv,
+    this: jobject,
+    cache: &OnceLock<JFieldID>,
+    class: &str,
+) -> Option<String> {
     let a = agent()?;
     if CLOSED.load(Ordering::Acquire) || !a.core.wants_output() {
         return None;
     }
-    static FOS_PATH: OnceLock<JFieldID> = OnceLock::new();
-    let id = fsmeta::field_id(
-        env,
-        &FOS_PATH,
-        "java/io/FileOutputStream",
-        "path",
-        "Ljava/lang/String;",
-    )?;
-    // SAFETY: `this` is a live FileOutputStream (the native's receiver).
+    let id = fsmeta::field_id(env, cache, class, "path", "Ljava/lang/String;")?;
+    // SAFETY: `this` is a live object of `class` (the native's receiver).
     let this = unsafe { jni::objects::JObject::from_raw(this) };
     let p = env
         .get_field_unchecked(&this, id, jni::signature::ReturnType::Object)
@@ -118,6 +116,12 @@ fn file_path(env: &mut JNIEnv, this: jobject) -> Option<String> {
     let text = env.get_string(&s).map(String::from).ok();
     let _ = env.delete_local_ref(s);
     text
+}
+
+/// The path of the file `this` (a FileOutputStream) writes, when it was opened by name.
+fn file_path(env: &mut JNIEnv, this: jobject) -> Option<String> {
+    static FOS_PATH: OnceLock<JFieldID> = OnceLock::new();
+    path_field(env, this, &FOS_PATH, "java/io/FileOutputStream")
 }
 
 /// Hands one write to the core (`fill` puts its bytes into the buffer; false: they cannot be
@@ -246,32 +250,10 @@ fn clear_pending(env: &mut JNIEnv) -> bool {
     false
 }
 
-/// The path a RandomAccessFile was opened with (its `path` field).
+/// The path a RandomAccessFile was opened with.
 fn raf_path(env: &mut JNIEnv, this: jobject) -> Option<String> {
-    let a = agent()?;
-    if CLOSED.load(Ordering::Acquire) || !a.core.wants_output() {
-        return None;
-    }
     static RAF_PATH: OnceLock<JFieldID> = OnceLock::new();
-    let id = fsmeta::field_id(
-        env,
-        &RAF_PATH,
-        "java/io/RandomAccessFile",
-        "path",
-        "Ljava/lang/String;",
-    )?;
-    // SAFETY: `this` is a live RandomAccessFile (the native's receiver).
-    let this = unsafe { jni::objects::JObject::from_raw(this) };
-    let p = env
-        .get_field_unchecked(&this, id, jni::signature::ReturnType::Object)
-        .and_then(|v| v.l())
-        .ok()
-        .filter(|p| !p.is_null())?;
-    let _ = this.into_raw();
-    let s = jni::objects::JString::from(p);
-    let text = env.get_string(&s).map(String::from).ok();
-    let _ = env.delete_local_ref(s);
-    text
+    path_field(env, this, &RAF_PATH, "java/io/RandomAccessFile")
 }
 
 /// A RandomAccessFile write: its bytes are summed for its path (the core's `file_written`),
