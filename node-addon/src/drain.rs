@@ -117,6 +117,8 @@ pub(crate) struct State {
     out_kinds: [u32; 2],
     /// The last Math.random checkpoint recorded (see [`State::checkpoint`]).
     random: f64,
+    /// The last consume stopped before what it was asked to take ([`State::drained`]).
+    stopped_short: bool,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -129,6 +131,8 @@ pub(crate) fn lock() -> MutexGuard<'static, Option<State>> {
 pub(crate) fn start(appender: Appender, kinds: Vec<(u32, crate::Num)>, out_kinds: [u32; 2]) {
     ctl(C_OPEN).store(-1, Ordering::Relaxed);
     ctl(C_BLOCK).store(-1, Ordering::Relaxed);
+    // Nothing is published yet: the log's time marks are this drain's and the later ones.
+    appender.drained(appender.clock_ns());
     *lock() = Some(State {
         n: 0,
         lens: 0,
@@ -137,6 +141,7 @@ pub(crate) fn start(appender: Appender, kinds: Vec<(u32, crate::Num)>, out_kinds
         kinds,
         out_kinds,
         random: 0.0,
+        stopped_short: false,
     });
 }
 
@@ -145,9 +150,13 @@ pub(crate) fn start(appender: Appender, kinds: Vec<(u32, crate::Num)>, out_kinds
 pub(crate) fn on_round() {
     let Ok(mut g) = STATE.try_lock() else { return };
     if let Some(st) = g.as_mut() {
+        let read_at = st.clock_ns();
         let upto = ctl(C_PUB).load(Ordering::Acquire).max(0) as usize;
         match st.consume(upto.min(SLOTS), None) {
-            Ok(()) => st.checkpoint(),
+            Ok(()) => {
+                st.drained(read_at);
+                st.checkpoint()
+            }
             Err(e) => eprintln!("replay: internal error in replay-node (draining: {e})"),
         }
     }
@@ -161,6 +170,7 @@ impl State {
         let Some(app) = self.appender.as_ref() else {
             return Ok(());
         };
+        self.stopped_short = false;
         if self.n >= upto {
             return Ok(());
         }
@@ -204,6 +214,7 @@ impl State {
             }
             if view.is_none() && own.is_none() {
                 // Bytes only the JS thread can read: it hands them over itself.
+                self.stopped_short = true;
                 return Ok(());
             }
             let code = value(i) as u32;
@@ -266,6 +277,24 @@ impl State {
             self.n += 1;
         }
         Ok(())
+    }
+
+    /// The time marks' clock now, for [`Self::drained`] (0 when not recording).
+    pub(crate) fn clock_ns(&self) -> u64 {
+        self.appender.as_ref().map_or(0, Appender::clock_ns)
+    }
+
+    /// After a consume: if it numbered everything published up to its read (taken at
+    /// `read_at`), the log's next time mark is this drain's ([`Appender::drained`]). One
+    /// that stopped short (bytes only the JS thread can read) leaves earlier events for a
+    /// later drain, and says nothing.
+    pub(crate) fn drained(&self, read_at: u64) {
+        if self.stopped_short {
+            return;
+        }
+        if let Some(app) = self.appender.as_ref() {
+            app.drained(read_at);
+        }
     }
 
     /// Off the JS thread: a Math.random checkpoint with the calls made so far, if more than

@@ -267,10 +267,20 @@ fn estimate_offsets(reader: replay_core::LogReader) -> HashMap<Clock, i128> {
     // Per clock: the window being gathered (its lower mark's seq, bounds, min and max value).
     let mut open: HashMap<Clock, Window> = HashMap::new();
     let mut spans: HashMap<Clock, Vec<(i128, i128)>> = HashMap::new();
+    let mut unbounded: HashMap<Clock, Vec<(i128, i128)>> = HashMap::new();
     let close = |spans: &mut HashMap<Clock, Vec<(i128, i128)>>,
+                 unbounded: &mut HashMap<Clock, Vec<(i128, i128)>>,
                  c: Clock,
                  (_, lo, hi, min, max, res): Window| {
-        let v = spans.entry(c).or_default();
+        // A window whose upper mark is not known when its reads are (it lies in a later
+        // batch, or the log ends) only bounds the offset from one side: such windows vote
+        // only for a clock that has no other (`unbounded`), or their open ends would
+        // outvote the windows that say something.
+        let v = if hi.is_some() {
+            spans.entry(c).or_default()
+        } else {
+            unbounded.entry(c).or_default()
+        };
         let hi_of = |x: i128| hi.map_or(i128::MIN / 4, |h| x - h);
         if hi_of(max) <= min + res - lo + TOL {
             v.push((hi_of(max), min + res - lo + TOL));
@@ -295,13 +305,16 @@ fn estimate_offsets(reader: replay_core::LogReader) -> HashMap<Clock, i128> {
             }
             _ => {
                 if let Some(w) = open.insert(clock, (ms, lo, hi, v, v, res)) {
-                    close(&mut spans, clock, w);
+                    close(&mut spans, &mut unbounded, clock, w);
                 }
             }
         }
     }
     for (c, w) in open {
-        close(&mut spans, c, w);
+        close(&mut spans, &mut unbounded, c, w);
+    }
+    for (c, v) in unbounded {
+        spans.entry(c).or_insert(v);
     }
     spans
         .into_iter()
