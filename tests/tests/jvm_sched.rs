@@ -150,6 +150,26 @@ fn timed_waits_return_at_their_recorded_turn() {
     }
 }
 
+/// `Stopper 300`: a thread's timed waits end with one woken by main's notifyAll after main
+/// notified another monitor and computed past the wait's timeout. Replay gives the same
+/// rounds (before, the replayed wait returned on the unrelated notify, or at its timeout
+/// while main still computed, and the thread ran a round more: a divergence every replay).
+#[test]
+fn a_wait_woken_by_a_notify_waits_for_that_monitors_notify() {
+    for jdk in jdks() {
+        let n = name(jdk);
+        let d = tempfile::tempdir().unwrap();
+        let args = ["300"];
+        let (log, recorded) = record(jdk, d.path(), "Stopper", &args);
+        assert!(recorded.ends_with("done\n"), "{n}: {recorded}");
+        for _ in 0..2 {
+            let o = replay(jdk, d.path(), &log, "", "Stopper", &args);
+            assert_eq!(ok(&o, &format!("{n}: replay")), recorded, "{n}: {}", o.stderr);
+            assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
+        }
+    }
+}
+
 /// Pool threads whose first clock read is `Instant.now` (JDK 17 and 25 read the clock in
 /// `java.time.Clock`'s initializer), and threads racing to a class of the program whose
 /// initializer reads the clock: replay reproduces the run or reports a divergence naming

@@ -252,10 +252,14 @@ public final class ReplayHooks {
      * time (a notify), 1 interrupted; the timeout is the input digest. Replay: the wait
      * returns at that event's turn, waiting on the monitor in steps of a millisecond until
      * then (a thread before it may need the monitor, and a step releases it as a wait does).
-     * One woken by a notify in the recording then also waits for a notify in these classes
-     * since it began (the notifier's turn is not an event: it may come after the waiter's,
-     * which the recording took once the notifier had let go of the monitor), for at most its
-     * own timeout. One interrupted waits live. {@code wait(0)} (no timeout) is not an event:
+     * One woken by a notify in the recording then also waits for a notify of the same
+     * monitor in these classes since it began (the notifier's turn is not an event: it may
+     * come after the waiter's, which the recording took once the notifier had let go of the
+     * monitor). Not for just its own timeout: in replay the waiter's earlier waits and the
+     * notifier's sleeps return at once, so the notifier's work between events, which
+     * overlapped several timeouts in the recording, may fall in this one (H2's background
+     * writer then ran one round too many); for at most {@link #NOTIFY_WAIT_NS} more, in case
+     * the notifier is not in these classes. One interrupted waits live. {@code wait(0)} (no timeout) is not an event:
      * a notify ends it, which the other thread's replayed turn brings.
      */
     public static void waitTimed(Object o, long millis) throws InterruptedException {
@@ -277,7 +281,7 @@ public final class ReplayHooks {
             record0(K_WAIT, woke, millis);
             return;
         }
-        long seen = notifies;
+        long seen = notifiesOf(o);
         boolean interrupted = false;
         Object[] p = quiet();
         try {
@@ -297,8 +301,8 @@ public final class ReplayHooks {
             p = quiet();
             try {
                 long from = System.nanoTime();
-                long limit = nanosOf(millis);
-                while (notifies == seen && System.nanoTime() - from < limit) {
+                long limit = Math.max(nanosOf(millis), NOTIFY_WAIT_NS);
+                while (notifiesOf(o) == seen && System.nanoTime() - from < limit) {
                     interrupted |= pause(o);
                 }
             } finally {
@@ -320,8 +324,29 @@ public final class ReplayHooks {
         return millis > Long.MAX_VALUE / 1000000L ? Long.MAX_VALUE : millis * 1000000L;
     }
 
-    /** Notifies in the classes whose timed waits are hooked, counted for waitTimed. */
-    private static volatile long notifies;
+    /**
+     * Notifies in the classes whose timed waits are hooked, counted for waitTimed per monitor
+     * (by identity hash: monitors that share a slot only wake each other's replayed waits
+     * early; counting all monitors together did so for every unrelated notify).
+     */
+    private static final long[] NOTIFIES = new long[1024];
+
+    /** How long past its own timeout a replayed wait woken by a notify waits for one. */
+    private static final long NOTIFY_WAIT_NS = 5_000_000_000L;
+
+    private static long notifiesOf(Object o) {
+        int i = System.identityHashCode(o) & (NOTIFIES.length - 1);
+        synchronized (NOTIFIES) {
+            return NOTIFIES[i];
+        }
+    }
+
+    private static void notified(Object o) {
+        int i = System.identityHashCode(o) & (NOTIFIES.length - 1);
+        synchronized (NOTIFIES) {
+            NOTIFIES[i]++;
+        }
+    }
 
     /** A millisecond's wait on {@code o}'s monitor; true if the thread was interrupted. */
     private static boolean pause(Object o) {
@@ -337,7 +362,7 @@ public final class ReplayHooks {
     public static void notifyOne(Object o) {
         o.notify();
         if (mode == 2) {
-            notifies++;
+            notified(o);
         }
     }
 
@@ -345,7 +370,7 @@ public final class ReplayHooks {
     public static void notifyEvery(Object o) {
         o.notifyAll();
         if (mode == 2) {
-            notifies++;
+            notified(o);
         }
     }
 
