@@ -1688,6 +1688,54 @@ impl Replayer {
         Box::new(d)
     }
 
+    /// Recorded events not consumed yet (the rest of the log read first).
+    fn unconsumed(&self) -> u64 {
+        {
+            let mut src = self.inner.source.lock().unwrap();
+            while self.read_more(&mut src) {}
+        }
+        let (total, diverted) = {
+            let src = self.inner.source.lock().unwrap();
+            (src.total, src.diverted)
+        };
+        let consumed: u64 = self
+            .inner
+            .queues
+            .read()
+            .unwrap()
+            .values()
+            .map(|q| q.consumed.load(Ordering::Relaxed))
+            .sum();
+        (total - diverted).saturating_sub(consumed)
+    }
+
+    /// At the program's end, before [`Self::finish`]: waits while other threads still take
+    /// their recorded turns. The end came after every recorded event, but it is not an
+    /// event: a thread the recording saw wake just before the program exited (HttpServer's
+    /// timer thread, woken by `stop`, then `System.exit`) may not have had its turn yet when
+    /// the replayed exit comes. Waits until the recording is used up, or nothing was
+    /// consumed for a moment (the events left are then the exiting thread's own, or stuck),
+    /// at most a few seconds.
+    pub fn settle(&self) {
+        if self.is_live() {
+            return;
+        }
+        let started = Instant::now();
+        let mut moved = Instant::now();
+        let mut left = self.unconsumed();
+        while left > 0
+            && moved.elapsed() < Duration::from_millis(250)
+            && started.elapsed() < Duration::from_secs(5)
+        {
+            std::thread::sleep(Duration::from_millis(2));
+            let now = self.unconsumed();
+            if now != left {
+                left = now;
+                moved = Instant::now();
+            }
+        }
+    }
+
     /// Checks that the recording was used up. Reads the rest of the log to count what is
     /// left, and names the earliest event left unused and its thread: wherever it waits (a
     /// thread's batch or queue, a per-kind stash of [`Self::next_of`], events given back by

@@ -265,6 +265,12 @@ pub struct Core {
     /// raised ([`Core::expect_end_signal`]).
     end_signal: std::sync::atomic::AtomicBool,
     end_signal_raised: std::sync::atomic::AtomicBool,
+    /// Replay: the program's end is being checked ([`Self::check_end`]). A thread past its
+    /// recorded events then waits for the process to end instead of diverging: the recorded
+    /// process ended there, and the replayed one waits at its end for the other threads'
+    /// last turns ([`Replayer::settle`]), where a thread polling on past them (a server's
+    /// dispatcher loop) would otherwise make a call the recording never saw.
+    ending: std::sync::atomic::AtomicBool,
     /// The sequence number of the raised signal's record ([`Self::end_signal_raised_at`]);
     /// 0: not known.
     end_signal_seq: std::sync::atomic::AtomicU64,
@@ -437,6 +443,7 @@ impl Core {
             stop: AtomicI32::new(0),
             end_signal: std::sync::atomic::AtomicBool::new(false),
             end_signal_raised: std::sync::atomic::AtomicBool::new(false),
+            ending: std::sync::atomic::AtomicBool::new(false),
             end_signal_seq: std::sync::atomic::AtomicU64::new(0),
             report: Mutex::new(()),
             per_kind: fe.per_kind,
@@ -604,6 +611,16 @@ impl Core {
             r.has_more_of(kind)
         } else {
             r.has_more()
+        }
+    }
+
+    /// Replay: whether the calling thread has no recorded event left (in the thread's
+    /// order) while replay goes on: the recorded thread made no call after this point.
+    /// False when recording, live or stopped.
+    pub fn replay_past_end(&self) -> bool {
+        match &self.session {
+            Session::Replay(r) => self.stopped().is_none() && !r.is_live() && !r.has_more(),
+            Session::Record(_) => false,
         }
     }
 
@@ -821,7 +838,9 @@ impl Core {
         {
             return Verdict::Live;
         }
-        if matches!(d.kind, DivergenceKind::Exhausted { .. }) && self.end_signal_pending() {
+        if matches!(d.kind, DivergenceKind::Exhausted { .. })
+            && (self.end_signal_pending() || self.ending.load(Ordering::Acquire))
+        {
             let until = std::time::Instant::now() + self.options.timeout;
             while std::time::Instant::now() < until && self.stopped().is_none() {
                 std::thread::sleep(std::time::Duration::from_millis(5));
@@ -1397,6 +1416,8 @@ impl Core {
         if r.is_live() {
             return Verdict::Live;
         }
+        self.ending.store(true, Ordering::Release);
+        r.settle();
         // Recorded output the program did not write (the rest of a write first) is reported
         // after the events of the threads' turns.
         if let Some(output) = &self.output {

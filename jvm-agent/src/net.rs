@@ -440,6 +440,19 @@ fn is_own_server(port: jint) -> bool {
     u16::try_from(port).is_ok_and(|p| with_table(|t| t.listening.contains(&p)))
 }
 
+/// `ReplayHooks.ownServer0(port)`: whether the program listens on `port` (an HttpClient
+/// exchange with it runs live: jvm-agent/java-http).
+#[no_mangle]
+pub extern "system" fn Java_java_lang_ReplayHooks_ownServer0(
+    _env: *mut RawJniEnv,
+    _cls: jclass,
+    port: jint,
+) -> jboolean {
+    guarded("ReplayHooks.ownServer0", 0, || {
+        u8::from(is_own_server(port))
+    })
+}
+
 unsafe extern "system" fn connect0(
     raw: *mut RawJniEnv,
     cls: jclass,
@@ -455,6 +468,9 @@ unsafe extern "system" fn connect0(
         let n = fd_number(raw, fd)?;
         if is_own_server(port) {
             crate::fileio::a_live(LIVE_OWN);
+            // The server's accept may run before this thread is back from the connect: it
+            // waits for the port while a connect is under way ([`is_own_client`]).
+            OWN_CONNECTS.fetch_add(1, Ordering::SeqCst);
             let r = call();
             // Its local port tells the server side's accept that the peer is this process.
             if let Some(p) = bound_port(n) {
@@ -464,6 +480,7 @@ unsafe extern "system" fn connect0(
                     }
                 });
             }
+            OWN_CONNECTS.fetch_sub(1, Ordering::SeqCst);
             return Some(r);
         }
         let mut c = begin(raw)?;
@@ -1016,8 +1033,27 @@ fn loopback(addr: &[u8]) -> bool {
     }
 }
 
+/// Connects of the program to its own server sockets under way ([`connect0`]).
+static OWN_CONNECTS: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether a connection from loopback port `port` is one of the program's own. Its client's
+/// connect may not have returned yet (the kernel completes the handshake before it does,
+/// and the server's thread can accept at once: the recording then took the program's own
+/// connection for an outside client's, and replay stalled): while connects to the program's
+/// servers are under way, waits for them, briefly.
 fn is_own_client(port: u16) -> bool {
-    with_table(|t| t.own_ports.contains(&port))
+    let known = || with_table(|t| t.own_ports.contains(&port));
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        if known() {
+            return true;
+        }
+        if OWN_CONNECTS.load(Ordering::SeqCst) == 0 || std::time::Instant::now() >= until {
+            // The port is pushed before the count drops: one last look.
+            return known();
+        }
+        std::thread::sleep(std::time::Duration::from_micros(50));
+    }
 }
 
 /// The peer `accept` put in `isaa[0]`: (port, address bytes).

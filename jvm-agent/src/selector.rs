@@ -78,8 +78,9 @@ fn lists(env: &mut JNIEnv, t: &JObject) -> Option<jobjectArray> {
 }
 
 /// Replay: whether the calling thread's next recorded event is of hook kind `kind`, and
-/// whether it is its turn: 1 its turn, 0 not yet, -1 another kind or none (the call goes on
-/// and the replay call reports it).
+/// whether it is its turn: 1 its turn, 0 not yet, -2 none left in the thread's recording
+/// (the recorded process ended with the thread here: `ReplayHooks.untilEnd`), -1 another
+/// kind, or not replaying (the call goes on and the replay call reports it).
 #[no_mangle]
 pub extern "system" fn Java_java_lang_ReplayHooks_turnOf0<'l>(
     _env: JNIEnv<'l>,
@@ -94,6 +95,7 @@ pub extern "system" fn Java_java_lang_ReplayHooks_turnOf0<'l>(
         match a.core.replay_next_turn(id) {
             Some(true) => 1,
             Some(false) => 0,
+            None if a.core.replay_past_end() => -2,
             None => -1,
         }
     })

@@ -85,8 +85,11 @@ public class NetFetch {
                     // A server in the program itself, and a client of it.
                     com.sun.net.httpserver.HttpServer s = com.sun.net.httpserver.HttpServer.create(
                         new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+                    // The server's answers carry its clock: replay must give the recorded
+                    // values over the connections that run live.
                     s.createContext("/", x -> {
-                        byte[] out = p[1].getBytes(StandardCharsets.UTF_8);
+                        byte[] out = (p[1] + " " + System.currentTimeMillis())
+                            .getBytes(StandardCharsets.UTF_8);
                         x.sendResponseHeaders(200, out.length);
                         try (OutputStream o = x.getResponseBody()) {
                             o.write(out);
@@ -94,9 +97,17 @@ public class NetFetch {
                     });
                     s.start();
                     URI u = URI.create("http://127.0.0.1:" + s.getAddress().getPort() + "/");
-                    HttpURLConnection c = (HttpURLConnection) u.toURL().openConnection();
-                    String body = new String(c.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                    System.out.println("self " + c.getResponseCode() + " [" + body + "]");
+                    for (int i = 0; i < 2; i++) {
+                        HttpURLConnection c = (HttpURLConnection) u.toURL().openConnection();
+                        String body = new String(c.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+                        System.out.println("self " + c.getResponseCode() + " [" + body + "]");
+                    }
+                    // HttpClient, sync and async, to the same server.
+                    HttpClient hc = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+                    HttpRequest r = HttpRequest.newBuilder(u).build();
+                    System.out.println("self send [" + hc.send(r, HttpResponse.BodyHandlers.ofString()).body() + "]");
+                    System.out.println("self async ["
+                        + hc.sendAsync(r, HttpResponse.BodyHandlers.ofString()).join().body() + "]");
                     s.stop(0);
                 }
                 case "post" -> {

@@ -261,31 +261,59 @@ fn a_refused_connection_replays_as_the_same_exception() {
     }
 }
 
+/// A server in the program and its own clients (HttpURLConnection twice, HttpClient send
+/// and sendAsync): both ends of each connection run live in both modes, and the server's
+/// answers, which carry its clock, come back as recorded. Before, the server's accept could
+/// run before the client's connect returned and took the connection for an outside
+/// client's (replay then stalled for 10 s), and an HttpClient exchange, recorded whole,
+/// never connected in replay while the server's side of it was replayed (a divergence
+/// every time). Faithful on JDK 17; on JDK 25 loud when it is not (below).
 #[test]
-fn a_server_in_the_program_is_never_taken_for_replayed() {
+fn a_server_in_the_program_and_its_own_clients_replay() {
     for jdk in jdks() {
         let r = record(jdk, "NetFetch", &["self=inside"], |_| {});
-        assert!(r.out.contains("self 200 [inside]"), "{}", r.out);
+        assert!(r.out.contains("self 200 [inside "), "{}", r.out);
+        assert!(r.out.contains("self async [inside "), "{}", r.out);
         assert!(
-            !r.kinds.contains_key("sun.nio.ch.Net.connect"),
-            "a connect to the program's own server is live: {:?}",
+            !r.kinds.contains_key("sun.nio.ch.Net.connect")
+                && !r.kinds.contains_key("java.net.http.HttpClient.send"),
+            "the program's connections to its own server are live: {:?}",
             r.kinds
         );
-        // Its accepted connection and the client of it run live: replay says so, whether
-        // the server's own timing then lets it finish (exit 0) or not (a divergence).
-        let o = replay(jdk, &r, &[], "NetFetch", &["self=inside"]);
-        // (A replay that diverges, at the server's shutdown race between its dispatcher
-        // and its idle timer, names the live connections among what ran live.)
-        assert!(
-            o.stderr
-                .contains("connections accepted by a server socket (run live)")
-                || o.stderr
-                    .contains("connections to this program's own server sockets (run live)"),
-            "{}: exit {:?}: {}",
-            name(jdk),
-            o.status,
-            o.stderr
-        );
+        for _ in 0..2 {
+            let o = replay(jdk, &r, &[], "NetFetch", &["self=inside"]);
+            if !name(jdk).contains("-17-") {
+                // JDK 25's HttpClient hands its exchange's steps between the caller and its
+                // own threads by timing, and the server's stop races its dispatcher: the
+                // replay may diverge (issue 23's thread order), but loudly, never with other
+                // output.
+                let out = String::from_utf8_lossy(&o.stdout);
+                assert!(
+                    (o.status.code() == Some(0) && out == r.out)
+                        || (o.status.code() == Some(86) && o.stderr.contains("DIVERGENCE")),
+                    "{}: exit {:?}: {out}: {}",
+                    name(jdk),
+                    o.status,
+                    o.stderr
+                );
+                continue;
+            }
+            assert_eq!(
+                (o.status.code(), String::from_utf8_lossy(&o.stdout).as_ref()),
+                (Some(0), r.out.as_str()),
+                "{}: {}",
+                name(jdk),
+                o.stderr
+            );
+            assert!(
+                o.stderr
+                    .contains("connections accepted by a server socket (run live)")
+                    && !o.stderr.contains("DIVERGENCE"),
+                "{}: {}",
+                name(jdk),
+                o.stderr
+            );
+        }
     }
 }
 

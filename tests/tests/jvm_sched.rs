@@ -164,7 +164,12 @@ fn a_wait_woken_by_a_notify_waits_for_that_monitors_notify() {
         assert!(recorded.ends_with("done\n"), "{n}: {recorded}");
         for _ in 0..2 {
             let o = replay(jdk, d.path(), &log, "", "Stopper", &args);
-            assert_eq!(ok(&o, &format!("{n}: replay")), recorded, "{n}: {}", o.stderr);
+            assert_eq!(
+                ok(&o, &format!("{n}: replay")),
+                recorded,
+                "{n}: {}",
+                o.stderr
+            );
             assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
         }
     }

@@ -235,6 +235,7 @@ public final class ReplayHooks {
             }
             return;
         }
+        untilEnd(K_SLEEP, null);
         // -1: replay runs live (gone live, or the agent stopped).
         long r = replayCall(K_SLEEP, -1L, t, b);
         if (r != 0) {
@@ -293,6 +294,7 @@ public final class ReplayHooks {
                 }
                 interrupted |= pause(o);
             }
+            interrupted |= untilEnd(K_WAIT, o);
         } finally {
             loud(p);
         }
@@ -318,6 +320,32 @@ public final class ReplayHooks {
             o.wait(millis);
         }
     }
+
+    /**
+     * Replay of a sleep or timed wait with nothing left in this thread's recording: the
+     * recorded process ended while the thread slept or waited here (a server's timer thread,
+     * say), so the call waits for the replayed process's end too (on {@code o}'s monitor in
+     * steps, when given, releasing it as a wait does) instead of reporting a call past the
+     * recording at once. Gives up after about {@link #END_WAIT_MS}: the call is then reported.
+     * True if the thread was interrupted meanwhile.
+     */
+    private static boolean untilEnd(int kind, Object o) {
+        boolean interrupted = false;
+        for (int i = 0; i < END_WAIT_MS && turnOf0(kind) == -2; i++) {
+            if (o != null) {
+                interrupted |= pause(o);
+            } else {
+                try {
+                    sleepNanos0(1_000_000L);
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        return interrupted;
+    }
+
+    private static final int END_WAIT_MS = 10_000;
 
     /** A timeout in nanoseconds, at most Long.MAX_VALUE (wait(Long.MAX_VALUE) is "forever"). */
     private static long nanosOf(long millis) {
@@ -984,6 +1012,35 @@ public final class ReplayHooks {
         }
         return buffer() == null ? 0 : m;
     }
+
+    /**
+     * Whether {@code uri} names a server socket of this program on a loopback address: an
+     * exchange with it is not recorded whole but runs live in both modes, its connection
+     * being the program's own (src/net.rs runs both of its ends live). Recorded whole, the
+     * server's accept took the client's connection for an outside one, and replay, which
+     * served the exchange without connecting, left the server's recorded side waiting.
+     */
+    public static boolean ownServer(java.net.URI uri) {
+        if (uri == null || mode == 0) {
+            return false;
+        }
+        String h = uri.getHost();
+        if (h == null) {
+            return false;
+        }
+        boolean loopback = h.equals("localhost") || h.startsWith("127.") || h.equals("[::1]")
+            || h.equals("::1");
+        if (!loopback) {
+            return false;
+        }
+        int port = uri.getPort();
+        if (port < 0) {
+            port = "https".equalsIgnoreCase(uri.getScheme()) ? 443 : 80;
+        }
+        return ownServer0(port);
+    }
+
+    private static native boolean ownServer0(int port);
 
     /**
      * NativePRNG's {@code INSTANCE.implNextBytes(bytes)} (src/entropy.rs): record runs it with

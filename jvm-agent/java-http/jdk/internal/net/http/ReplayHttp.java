@@ -73,7 +73,7 @@ public final class ReplayHttp implements HttpResponse<Object>, HttpResponse.Resp
     public static HttpResponse<Object> send(HttpClientImpl c, HttpRequest req,
             HttpResponse.BodyHandler<Object> h) throws IOException, InterruptedException {
         int m = ReplayHooks.httpMode();
-        if (m == 0 || req == null || h == null) {
+        if (m == 0 || req == null || h == null || ReplayHooks.ownServer(req.uri())) {
             return c.send(req, h);
         }
         String input = req.method() + " " + req.uri();
@@ -89,7 +89,8 @@ public final class ReplayHttp implements HttpResponse<Object>, HttpResponse.Resp
 
     public static CompletableFuture<HttpResponse<Object>> sendAsync(HttpClientImpl c,
             HttpRequest req, HttpResponse.BodyHandler<Object> h) {
-        if (ReplayHooks.httpMode() == 0 || req == null || h == null) {
+        if (ReplayHooks.httpMode() == 0 || req == null || h == null
+                || ReplayHooks.ownServer(req.uri())) {
             return c.sendAsync(req, h);
         }
         return async(c, req, h);
@@ -100,7 +101,8 @@ public final class ReplayHttp implements HttpResponse<Object>, HttpResponse.Resp
             HttpResponse.PushPromiseHandler<Object> push) {
         // Pushed responses (HTTP/2 server push) come from the client's threads: not an exchange
         // this class can answer alone.
-        if (ReplayHooks.httpMode() == 0 || push != null || req == null || h == null) {
+        if (ReplayHooks.httpMode() == 0 || push != null || req == null || h == null
+                || ReplayHooks.ownServer(req.uri())) {
             return c.sendAsync(req, h, push);
         }
         return async(c, req, h);
