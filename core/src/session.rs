@@ -615,11 +615,17 @@ impl Core {
     }
 
     /// Replay: whether the calling thread has no recorded event left (in the thread's
-    /// order) while replay goes on: the recorded thread made no call after this point.
-    /// False when recording, live or stopped.
+    /// order) in a complete log while replay goes on: the recorded thread made no call
+    /// after this point before the process ended. False when recording, live or stopped,
+    /// and in a cut log (the recording, not the thread, ends there: said at once).
     pub fn replay_past_end(&self) -> bool {
         match &self.session {
-            Session::Replay(r) => self.stopped().is_none() && !r.is_live() && !r.has_more(),
+            Session::Replay(r) => {
+                self.stopped().is_none()
+                    && !r.is_live()
+                    && !r.has_more()
+                    && !matches!(r.end(), Some(End::Cut { .. }))
+            }
             Session::Record(_) => false,
         }
     }

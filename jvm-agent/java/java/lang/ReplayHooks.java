@@ -336,7 +336,9 @@ public final class ReplayHooks {
                 interrupted |= pause(o);
             } else {
                 try {
-                    sleepNanos0(1_000_000L);
+                    // The real sleep of a millisecond (JDK 21+: Thread.sleep would come back
+                    // here through the hooked sleepNanos).
+                    sleepLive(sleepNanosHooked ? 1_000_000L : 1L, sleepNanosHooked);
                 } catch (InterruptedException e) {
                     interrupted = true;
                 }
