@@ -235,6 +235,36 @@ fn node_parent_and_child_replay_from_their_own_logs() {
     assert!(String::from_utf8_lossy(&live.stdout).contains("child read two "));
 }
 
+/// Two node children on pipes whose lines the parent copies as they come (what
+/// `concurrently` does): each child replays from its own log at its own pace, and the parent
+/// must still see their chunks in the recorded order (before: another interleaving, a
+/// divergence of the parent's stdout, every replay).
+const NODE_PIPES: &str = r#"
+const { spawn } = require('child_process');
+for (const [name, delay] of [['a', 0], ['b', 15]]) {
+  const c = spawn(process.execPath, ['-e',
+    `setTimeout(() => { let i = 0; const t = setInterval(() => { console.log('${name}' + i + ' ' + Math.random()); if (++i == 3) clearInterval(t); }, 30); }, ${delay})`]);
+  c.stdout.on('data', (d) => process.stdout.write(d));
+  c.on('exit', (code) => console.log(`${name} exited ${code}`));
+}
+"#;
+
+#[test]
+fn live_childrens_output_reaches_the_parent_in_its_recorded_order() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "pipes.js", NODE_PIPES);
+    let rec = dir.join("rec");
+    let r = run(dir, &["record", "-o", p(&rec), "--", "node", "pipes.js"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.lines().count(), 8, "{}", r.stdout);
+    assert_eq!(processes(dir, &rec).len(), 3);
+    for _ in 0..3 {
+        let again = run(dir, &["replay", p(&rec), "--", "node", "pipes.js"]);
+        assert_eq!((again.code, &again.stdout), (0, &r.stdout), "{}", again.stderr);
+    }
+}
+
 /// `node --test` (Node's own test runner): the runner process times each test file and the
 /// run with a clock it took before any preload, and prints `# duration_ms`. A test file reads
 /// `data.txt`; it is edited before replay.

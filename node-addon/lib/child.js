@@ -499,6 +499,110 @@ function install(ev, native) {
     );
   }
 
+  // ---- live children: their pipes ----
+
+  // What a live child writes to its stdout/stderr pipes reaches the program in an order,
+  // relative to its other completions (another child's output), that is timing: replayed,
+  // the children run again (from their own logs) at their own pace, and `concurrently`'s
+  // prefixed lines came in another order every replay. Record notes each chunk the parent
+  // got and each EOF as completions of `pipes FILE#n` ('a'/'b' with the bytes, 'A'/'B'), and
+  // 'z' for pipes still open when the process exited. Replay gives the program the recorded
+  // chunks at their recorded turns; the live child's bytes are dropped (its own replay
+  // checks what it writes) and the stream ends at the recorded EOF's turn once the live
+  // pipe has ended too (holding later completions until then), so the child never writes
+  // into a closed pipe.
+  function followPipes(cp, file) {
+    const socks = [1, 2].map((i) => (cp.stdio && cp.stdio[i]) || null);
+    if (socks[0] === null && socks[1] === null) return;
+    const key = ev.opKey(`pipes ${file}`);
+    if (!replaying) {
+      const c = { done: false, open: 0 };
+      const note = (v) => {
+        if (c.done || !ev.on) return;
+        try {
+          ev.done(key, v);
+        } catch (e) {
+          ev.fail('recording a child process', e);
+        }
+      };
+      c.end = () => {
+        note({ t: 'z' });
+        c.done = true;
+      };
+      liveOpen.add(c);
+      socks.forEach((sock, j) => {
+        if (sock === null) return;
+        c.open++;
+        const tag = j === 0 ? 'a' : 'b';
+        const realPush = sock.push;
+        sock.push = function push(chunk, encoding) {
+          if (chunk !== null) {
+            note({ t: tag, b: bytesOf(chunk, encoding) });
+          } else {
+            note({ t: tag.toUpperCase() });
+            if (--c.open === 0) {
+              c.done = true;
+              liveOpen.delete(c);
+            }
+          }
+          return realPush.call(this, chunk, encoding);
+        };
+      });
+      return;
+    }
+    const st = socks.map((sock) => sock && { sock, realPush: sock.push, liveEnded: false, recEnded: false });
+    let through = false; // replay went live: the live bytes pass
+    let waiting = -1; // the pipe whose recorded EOF came before its live one (held)
+    st.forEach((x, j) => {
+      if (x === null) return;
+      x.sock.push = function push(chunk, encoding) {
+        if (through || !ev.on) return x.realPush.call(this, chunk, encoding);
+        // The live bytes: the recorded ones stand for them.
+        if (chunk !== null) return true;
+        x.liveEnded = true;
+        if (waiting === j) {
+          waiting = -1;
+          try {
+            x.realPush.call(x.sock, null);
+          } finally {
+            ev.release();
+          }
+        }
+        return false;
+      };
+    });
+    const open = () => st.some((x) => x !== null && !x.recEnded);
+    const next = () =>
+      ev.await(
+        key,
+        (v) => {
+          if (v === ev.LIVE || v === null || typeof v !== 'object') {
+            through = true;
+            for (const x of st) if (x !== null && x.liveEnded && !x.recEnded) x.realPush.call(x.sock, null);
+            return;
+          }
+          const j = 'aA'.includes(v.t) ? 0 : 'bB'.includes(v.t) ? 1 : -1;
+          // 'z': the recorded process exited with the pipes open; nothing more comes.
+          if (j < 0 || st[j] === null) return;
+          const x = st[j];
+          if (v.t === 'a' || v.t === 'b') {
+            x.realPush.call(x.sock, v.b);
+          } else {
+            x.recEnded = true;
+            if (x.liveEnded) {
+              x.realPush.call(x.sock, null);
+            } else {
+              waiting = j;
+              ev.hold();
+            }
+          }
+          if (open()) next();
+        },
+        false,
+      );
+    next();
+  }
+
   // ---- the hooks ----
 
   const spawn = function spawn(options) {
@@ -531,6 +635,7 @@ function install(ev, native) {
         ranLive(own);
         const r = realSpawn.call(this, options);
         followExit(this, options.file);
+        followPipes(this, options.file);
         ipc.watchChild(ev, this);
         if (rec !== null && typeof rec === 'object' && typeof rec.p === 'number' && typeof this.pid === 'number') {
           const live = this.pid;
@@ -551,6 +656,7 @@ function install(ev, native) {
       }
       ev.record(kSpawn, input, typeof this.pid === 'number' ? { p: this.pid } : null);
       followExit(this, options.file);
+      followPipes(this, options.file);
       ipc.watchChild(ev, this);
       return r;
     }
