@@ -1030,7 +1030,18 @@ function install(ev) {
     };
     const opts = { ...o, fs: recorded };
     if (typeof props.fd === 'number') opts.fd = props.fd;
-    return ev.live(() => new fs.ReadStream(p, opts));
+    const s = ev.live(() => new fs.ReadStream(p, opts));
+    // A stream with an `end` ends without a last read once it is past it (ReadStream's
+    // _read pushes null itself): the end the recording noted then is taken at its turn
+    // here (express's sendFile: the completions after it were out of order every replay).
+    // After a read that found the end, the turn answers at once.
+    const push = s.push;
+    s.push = function (chunk, encoding) {
+      if (chunk !== null) return push.call(this, chunk, encoding);
+      turn(() => push.call(s, null));
+      return false;
+    };
+    return s;
   }
 
   // The stream's source: its path, or a hooked descriptor or FileHandle given as `fd`
