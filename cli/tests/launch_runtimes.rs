@@ -261,7 +261,12 @@ fn live_childrens_output_reaches_the_parent_in_its_recorded_order() {
     assert_eq!(processes(dir, &rec).len(), 3);
     for _ in 0..3 {
         let again = run(dir, &["replay", p(&rec), "--", "node", "pipes.js"]);
-        assert_eq!((again.code, &again.stdout), (0, &r.stdout), "{}", again.stderr);
+        assert_eq!(
+            (again.code, &again.stdout),
+            (0, &r.stdout),
+            "{}",
+            again.stderr
+        );
     }
 }
 
