@@ -270,6 +270,27 @@ fn live_childrens_output_reaches_the_parent_in_its_recorded_order() {
     }
 }
 
+/// Replaying a recording with another program: one line saying so and exit 3, not a run of
+/// the other program compared with output it never made (before: exit 86, a stdout report).
+#[test]
+fn replaying_another_program_is_refused_in_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "app.js", "console.log('app', Math.random());\n");
+    write(dir, "other.js", "console.log('other', Math.random());\n");
+    let rec = dir.join("rec");
+    let r = run(dir, &["record", "-o", p(&rec), "--", "node", "app.js"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let o = run(dir, &["replay", p(&rec), "--", "node", "other.js"]);
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+    assert!(
+        o.stderr.contains("replay: cannot replay: ") && !o.stderr.contains("DIVERGENCE"),
+        "{}",
+        o.stderr
+    );
+}
+
 /// `node --test` (Node's own test runner): the runner process times each test file and the
 /// run with a clock it took before any preload, and prints `# duration_ms`. A test file reads
 /// `data.txt`; it is edited before replay.

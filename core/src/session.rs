@@ -60,6 +60,11 @@ pub enum Verdict {
 /// program (the same status the CLI gives a log it cannot read).
 pub const EXIT_WRONG_LOG: i32 = 3;
 
+/// How a front end's refusal of a log that is not its program's begins (after "replay: "):
+/// the launcher knows it by this, and takes the status ([`EXIT_WRONG_LOG`]) as the answer
+/// rather than comparing the output of a program that did not run.
+pub const REFUSED: &str = "cannot replay: ";
+
 /// The program's output streams that replay verifies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Stream {
@@ -487,7 +492,7 @@ impl Core {
         if other_runtime || other_program {
             return Err(StartError {
                 message: format!(
-                    "{log} was recorded by {}, but this is {}: replay it with the program that recorded it",
+                    "{REFUSED}{log} was recorded by {}, but this is {}: replay it with the program that recorded it",
                     describe(&h.runtime, &h.program),
                     describe(fe.runtime, fe.program)
                 ),

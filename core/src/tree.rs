@@ -181,7 +181,7 @@ pub struct Me<'a> {
 
 /// The log of this process when it belongs to a tree ([`ENV_TREE`] set), claiming its place
 /// and setting [`ENV_ID`] for its children; `Ok(None)` outside a tree.
-pub fn resolve(mode: Mode, me: &Me<'_>) -> Result<Option<PathBuf>, String> {
+pub fn resolve(mode: Mode, me: &Me<'_>) -> Result<Option<PathBuf>, crate::session::StartError> {
     let Some(dir) = std::env::var_os(ENV_TREE).filter(|d| !d.is_empty()) else {
         return Ok(None);
     };
@@ -198,7 +198,20 @@ pub fn resolve(mode: Mode, me: &Me<'_>) -> Result<Option<PathBuf>, String> {
     };
     let (id, path) = match mode {
         Mode::Record => claim_next(&tree, &claims, &parent, program)?,
-        Mode::Replay => claim_recorded(&tree, &claims, &parent, program, me.argv)?,
+        // A top-level process the recording does not hold is another program than the one
+        // recorded (or one more run of it): refused in one line, as a log of another program
+        // is, rather than run live and compared with output it never made. A child that
+        // did not run when recorded runs live (its parent's replay says what it did).
+        Mode::Replay => claim_recorded(&tree, &claims, &parent, program, me.argv).map_err(|e| {
+            if parent.is_empty() {
+                crate::session::StartError {
+                    message: format!("{}{e}", crate::session::REFUSED),
+                    exit: Some(crate::session::EXIT_WRONG_LOG),
+                }
+            } else {
+                e.into()
+            }
+        })?,
         Mode::Off => return Ok(None),
     };
     // Read by the processes this one starts (fork/exec, Node's process.env, and the JVM's

@@ -175,6 +175,29 @@ fn a_wait_woken_by_a_notify_waits_for_that_monitors_notify() {
     }
 }
 
+/// `PoolInit`: main's first use of the common ForkJoinPool after a pool worker went idle
+/// replays (before: a divergence every replay, the pool's initializer reading
+/// availableProcessors in another thread than recorded).
+#[test]
+fn the_common_pools_initializer_replays_whoever_needs_it_first() {
+    for jdk in jdks() {
+        let n = name(jdk);
+        let d = tempfile::tempdir().unwrap();
+        let (log, recorded) = record(jdk, d.path(), "PoolInit", &[]);
+        assert!(recorded.starts_with("supplied 42 "), "{n}: {recorded}");
+        for _ in 0..2 {
+            let o = replay(jdk, d.path(), &log, "", "PoolInit", &[]);
+            assert_eq!(
+                ok(&o, &format!("{n}: replay")),
+                recorded,
+                "{n}: {}",
+                o.stderr
+            );
+            assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
+        }
+    }
+}
+
 /// Pool threads whose first clock read is `Instant.now` (JDK 17 and 25 read the clock in
 /// `java.time.Clock`'s initializer), and threads racing to a class of the program whose
 /// initializer reads the clock: replay reproduces the run or reports a divergence naming

@@ -1138,9 +1138,11 @@ const FRONT_END: &[u8] = b"replay: ";
 const JAVA_NOTE: &[u8] = b"Picked up JAVA_TOOL_OPTIONS: ";
 /// How a front end's divergence report starts: the first words of
 /// `replay_core::report::Divergence::render` and of its one-line form for a cut log.
-const REPORTS: [&[u8]; 2] = [
+const REPORTS: [&[u8]; 3] = [
     b"replay: DIVERGENCE: ",
     b"replay: the recording ends at event #",
+    // A front end that refused the log (another program): its status is the answer.
+    b"replay: cannot replay: ",
 ];
 
 /// Separates the program's stderr from the lines its replay front end writes there (see
@@ -1302,6 +1304,11 @@ mod tests {
             d.render().as_bytes().starts_with(REPORTS[1]),
             "{}",
             d.render()
+        );
+        // The front ends print a refusal as "replay: " and the core's message.
+        assert_eq!(
+            REPORTS[2],
+            format!("replay: {}", replay_core::session::REFUSED).as_bytes()
         );
     }
 

@@ -1320,13 +1320,17 @@ public final class ReplayHooks {
      * every Instant.now (getNanoTimeAdjustment's input): one event of main, at the same place
      * in every run. Math.random()'s generator (a `new Random()`: a seed and a clock read, made
      * by whichever thread calls Math.random first) is made live here too: every value a thread
-     * takes from it is an event of its own (random()).
+     * takes from it is an event of its own (random()). ForkJoinPool (hooks on): its
+     * initializer reads availableProcessors for the common pool's parallelism, an event of
+     * whichever thread first needed the pool (CompletableFuture, parallel streams,
+     * HttpClient, Process): an idle pool worker's in the recording, where the hook it waited
+     * in ran it live, main's in replay, a divergence every time. One event of main now.
      */
     private static void preinit(boolean live) {
         String[] names = live
             ? new String[] {"java.util.concurrent.ThreadLocalRandom", "java.util.SplittableRandom",
                 "java.lang.Math$RandomNumberGeneratorHolder"}
-            : new String[] {"java.time.Clock"};
+            : new String[] {"java.time.Clock", "java.util.concurrent.ForkJoinPool"};
         for (String n : names) {
             try {
                 Class.forName(n, true, null);
