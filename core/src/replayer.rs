@@ -1688,8 +1688,9 @@ impl Replayer {
         Box::new(d)
     }
 
-    /// Recorded events not consumed yet (the rest of the log read first).
-    fn unconsumed(&self) -> u64 {
+    /// The recorded events in order (unordered ones are the caller's to check:
+    /// `unordered_left`) and how many of them were consumed, the rest of the log read first.
+    fn counts(&self) -> (u64, u64) {
         {
             let mut src = self.inner.source.lock().unwrap();
             while self.read_more(&mut src) {}
@@ -1706,7 +1707,13 @@ impl Replayer {
             .values()
             .map(|q| q.consumed.load(Ordering::Relaxed))
             .sum();
-        (total - diverted).saturating_sub(consumed)
+        (total - diverted, consumed)
+    }
+
+    /// Recorded events not consumed yet ([`Self::counts`]).
+    fn unconsumed(&self) -> u64 {
+        let (total, consumed) = self.counts();
+        total.saturating_sub(consumed)
     }
 
     /// At the program's end, before [`Self::finish`]: waits while other threads still take
@@ -1744,24 +1751,7 @@ impl Replayer {
         if self.is_live() {
             return Ok(());
         }
-        {
-            let mut src = self.inner.source.lock().unwrap();
-            while self.read_more(&mut src) {}
-        }
-        let (total, diverted) = {
-            let src = self.inner.source.lock().unwrap();
-            (src.total, src.diverted)
-        };
-        let consumed: u64 = self
-            .inner
-            .queues
-            .read()
-            .unwrap()
-            .values()
-            .map(|q| q.consumed.load(Ordering::Relaxed))
-            .sum();
-        // Unordered events are the caller's to check (`unordered_left`).
-        let total = total - diverted;
+        let (total, consumed) = self.counts();
         if consumed >= total {
             return Ok(());
         }
