@@ -195,6 +195,62 @@ fn javac_records_and_replays() {
     );
 }
 
+/// A JVM that runs `javadoc` (ant's `<javadoc>` does): the tool is a JVM with its own log,
+/// so it runs again from that log in replay and writes its pages from the recorded source
+/// (before: a stand-in answered for it and wrote no pages).
+const JAVA_DOC: &str = r#"
+import java.nio.file.*;
+public class Main {
+    public static void main(String[] a) throws Exception {
+        Process p = new ProcessBuilder("javadoc", "-quiet", "-notimestamp", "-d", "docs", "src/Lib.java")
+            .redirectErrorStream(true).start();
+        p.getInputStream().readAllBytes();
+        System.out.println("javadoc " + p.waitFor() + " " + Files.exists(Path.of("docs/Lib.html")));
+    }
+}
+"#;
+
+#[test]
+fn a_jdk_tool_child_replays_from_its_own_log_and_writes_its_files() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    write(dir, "Main.java", JAVA_DOC);
+    javac(dir);
+    std::fs::create_dir(dir.join("src")).unwrap();
+    write(dir, "src/Lib.java", "/** A class. */\npublic class Lib {\n    /** Adds. */\n    public static int add(int a, int b) { return a + b; }\n}\n");
+    let rec = dir.join("rec");
+    let r = run(
+        dir,
+        &["record", "-o", p(&rec), "--", "java", "-cp", ".", "Main"],
+    );
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "javadoc 0 true\n"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(processes(dir, &rec).len(), 2);
+    std::fs::remove_dir_all(dir.join("docs")).unwrap();
+    write(
+        dir,
+        "src/Lib.java",
+        "/** Changed. */\npublic class Lib {}\n",
+    );
+    let again = run(dir, &["replay", p(&rec), "--", "java", "-cp", ".", "Main"]);
+    assert_eq!(
+        (again.code, &again.stdout),
+        (0, &r.stdout),
+        "{}",
+        again.stderr
+    );
+    let page = std::fs::read_to_string(dir.join("docs/Lib.html")).unwrap();
+    assert!(
+        page.contains("add"),
+        "the pages come from the recorded source"
+    );
+    assert!(!again.stderr.contains("did not run"), "{}", again.stderr);
+}
+
 const NODE_APP: &str = r#"
 const fs = require('fs');
 const { spawnSync } = require('child_process');

@@ -396,8 +396,35 @@ fn scan(a: &Agent) -> &'static Result<Scan, String> {
 /// Whether a child running `prog` (a NUL-terminated path or name) is recorded in its own
 /// log by the process tree (a runtime the launcher's tree reaches): replayed and checked there.
 fn tree_runtime(prog: &[u8]) -> bool {
+    // The launcher's list of JDK tools and JVM launchers (cli/src/cmd/runtime.rs,
+    // JAVA_TOOLS) and Node's (lib/child.js, RUNTIMES): each records its own log in the tree,
+    // so it runs again from that log in replay. A stand-in for one (ant's `<javadoc>`) wrote
+    // none of the files the tool wrote.
     const RUNTIMES: &[&[u8]] = &[
-        b"java", b"javac", b"jshell", b"jar", b"node", b"nodejs", b"npm", b"npx",
+        b"java",
+        b"javac",
+        b"jshell",
+        b"jar",
+        b"javadoc",
+        b"javap",
+        b"jdb",
+        b"jlink",
+        b"jpackage",
+        b"kotlin",
+        b"kotlinc",
+        b"scala",
+        b"groovy",
+        b"mvn",
+        b"gradle",
+        b"sbt",
+        b"lein",
+        b"clojure",
+        b"node",
+        b"nodejs",
+        b"npm",
+        b"npx",
+        b"yarn",
+        b"pnpm",
     ];
     let prog = prog.split(|&b| b == 0).next().unwrap_or_default();
     let base = prog.rsplit(|&b| b == b'/').next().unwrap_or_default();
