@@ -44,6 +44,21 @@ fn replay(
     )
 }
 
+/// Replays `log` twice: each time the recorded output, exit 0 and nothing on stderr.
+fn replays_twice(jdk: &Jdk, dir: &Path, log: &Path, main: &str, args: &[&str], recorded: &str) {
+    let n = name(jdk);
+    for _ in 0..2 {
+        let o = replay(jdk, dir, log, "", main, args);
+        assert_eq!(
+            ok(&o, &format!("{n}: replay")),
+            recorded,
+            "{n}: {}",
+            o.stderr
+        );
+        assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
+    }
+}
+
 #[test]
 fn seeds_threads_take_from_shared_generators_come_back_per_thread() {
     for jdk in jdks() {
@@ -162,16 +177,7 @@ fn a_wait_woken_by_a_notify_waits_for_that_monitors_notify() {
         let args = ["300"];
         let (log, recorded) = record(jdk, d.path(), "Stopper", &args);
         assert!(recorded.ends_with("done\n"), "{n}: {recorded}");
-        for _ in 0..2 {
-            let o = replay(jdk, d.path(), &log, "", "Stopper", &args);
-            assert_eq!(
-                ok(&o, &format!("{n}: replay")),
-                recorded,
-                "{n}: {}",
-                o.stderr
-            );
-            assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
-        }
+        replays_twice(jdk, d.path(), &log, "Stopper", &args, &recorded);
     }
 }
 
@@ -185,16 +191,7 @@ fn the_common_pools_initializer_replays_whoever_needs_it_first() {
         let d = tempfile::tempdir().unwrap();
         let (log, recorded) = record(jdk, d.path(), "PoolInit", &[]);
         assert!(recorded.starts_with("supplied 42 "), "{n}: {recorded}");
-        for _ in 0..2 {
-            let o = replay(jdk, d.path(), &log, "", "PoolInit", &[]);
-            assert_eq!(
-                ok(&o, &format!("{n}: replay")),
-                recorded,
-                "{n}: {}",
-                o.stderr
-            );
-            assert!(o.stderr.trim().is_empty(), "{n}: {}", o.stderr);
-        }
+        replays_twice(jdk, d.path(), &log, "PoolInit", &[], &recorded);
     }
 }
 
